@@ -1,0 +1,19 @@
+#![doc = include_str!("../README.md")]
+
+mod dispatcher;
+mod message;
+mod notifier;
+pub mod ports;
+
+#[cfg(feature = "contract")]
+pub mod contract;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+
+pub use dispatcher::{DispatchReport, Dispatcher, RetryPolicy};
+pub use message::{Address, Channel, DeliveryStatus, InvalidAddress, Message, NewMessage};
+pub use notifier::Notifier;
+pub use ports::{
+    MessageStore, MessageStoreError, MessageTransport, NotificationSender, NotifyError, Nudge,
+    TransportError,
+};

@@ -1,0 +1,27 @@
+#![doc = include_str!("../README.md")]
+
+/// Runs the same diesel code on whichever backend `conn` is: the body is compiled once per
+/// backend, so each gets its native types and SQL.
+macro_rules! with_conn {
+    ($conn:expr, |$c:ident| $body:expr) => {
+        match $conn {
+            $crate::AnyConnection::Sqlite($c) => $body,
+            $crate::AnyConnection::Postgres($c) => $body,
+        }
+    };
+}
+pub(crate) use with_conn;
+
+mod db;
+mod error;
+mod migrations;
+mod notification;
+pub mod schema;
+
+#[cfg(feature = "testing")]
+pub mod testing;
+
+pub use db::{AnyConnection, Backend, Db, DbOptions};
+pub use error::{DbError, OpenError};
+pub use migrations::migration_names;
+pub use notification::DieselMessageStore;

@@ -1,0 +1,5 @@
+//! Port contract suites and schema checks, on SQLite always and PostgreSQL when configured.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod migrations;
+mod notification;

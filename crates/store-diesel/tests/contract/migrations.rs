@@ -1,0 +1,72 @@
+//! The migration folders, the schema module and the database agree, on both backends.
+
+use diesel::RunQueryDsl;
+use idconsent_store_diesel::testing::TestDatabase;
+use idconsent_store_diesel::{AnyConnection, Backend, migration_names, schema};
+
+#[test]
+fn both_backends_have_the_same_migration_names() {
+    let sqlite = migration_names(Backend::Sqlite);
+    assert!(!sqlite.is_empty());
+    assert_eq!(sqlite, migration_names(Backend::Postgres));
+}
+
+/// Selects every column of every table, with no rows: a column renamed in a migration but not
+/// in `schema.rs` (or the other way round) fails here.
+macro_rules! select_all_columns {
+    ($conn:expr) => {{
+        use diesel::QueryDsl;
+        schema::outgoing_messages::table
+            .select(schema::outgoing_messages::all_columns)
+            .limit(0)
+            .execute($conn)?;
+    }};
+}
+
+/// Every table of `schema.rs` can be read with all its columns from a freshly migrated database.
+async fn schema_matches_migrations(database: TestDatabase) {
+    database
+        .db
+        .read(|conn| {
+            match conn {
+                AnyConnection::Sqlite(c) => select_all_columns!(c),
+                AnyConnection::Postgres(c) => select_all_columns!(c),
+            }
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+async fn migrations_run_up_down_and_up_again(database: TestDatabase) {
+    let reverted = database.db.revert_all_migrations().unwrap();
+    assert_eq!(reverted.len(), migration_names(database.db.backend()).len());
+    let reapplied = database.db.migrate().unwrap();
+    assert_eq!(reapplied.len(), reverted.len());
+    // Idempotent: nothing left to apply.
+    assert!(database.db.migrate().unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn sqlite_schema_matches_migrations() {
+    schema_matches_migrations(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_schema_matches_migrations() {
+    if let Some(database) = TestDatabase::postgres() {
+        schema_matches_migrations(database).await;
+    }
+}
+
+#[tokio::test]
+async fn sqlite_migrations_run_up_down_and_up_again() {
+    migrations_run_up_down_and_up_again(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_migrations_run_up_down_and_up_again() {
+    if let Some(database) = TestDatabase::postgres() {
+        migrations_run_up_down_and_up_again(database).await;
+    }
+}

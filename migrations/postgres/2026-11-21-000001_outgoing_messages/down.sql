@@ -1,0 +1,1 @@
+DROP TABLE outgoing_messages;
