@@ -7,6 +7,8 @@ pub mod ports;
 
 #[cfg(feature = "contract")]
 pub mod contract;
+#[cfg(feature = "contract")]
+pub mod transport_contract;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
 
