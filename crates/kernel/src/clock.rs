@@ -61,7 +61,9 @@ impl Timestamp {
     pub fn parse_rfc3339(text: &str) -> Result<Self, InvalidTimestamp> {
         let parsed = OffsetDateTime::parse(text, &Rfc3339).map_err(|_| InvalidTimestamp)?;
         let millis = parsed.unix_timestamp_nanos().div_euclid(1_000_000);
-        i64::try_from(millis).map(Self).map_err(|_| InvalidTimestamp)
+        i64::try_from(millis)
+            .map(Self)
+            .map_err(|_| InvalidTimestamp)
     }
 
     /// The `YYYY-MM` calendar month this instant falls in (UTC), as billing periods use.
@@ -142,8 +144,7 @@ impl ManualClock {
     }
 
     pub fn advance(&self, by: Duration) {
-        self.millis
-            .fetch_add(duration_millis(by), Ordering::SeqCst);
+        self.millis.fetch_add(duration_millis(by), Ordering::SeqCst);
     }
 
     pub fn set(&self, to: Timestamp) {
@@ -168,7 +169,10 @@ mod tests {
             Timestamp::from_millis(1_763_719_200_000).to_rfc3339(),
             "2025-11-21T10:00:00.000Z"
         );
-        assert_eq!(Timestamp::from_millis(7).to_rfc3339(), "1970-01-01T00:00:00.007Z");
+        assert_eq!(
+            Timestamp::from_millis(7).to_rfc3339(),
+            "1970-01-01T00:00:00.007Z"
+        );
     }
 
     #[test]

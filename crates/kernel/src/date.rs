@@ -72,7 +72,14 @@ mod tests {
 
     #[test]
     fn rejects_impossible_or_loose_dates() {
-        for bad in ["2019-02-30", "2019-3-4", "04/03/2019", "20190304", "", "2019-03-04T00:00"] {
+        for bad in [
+            "2019-02-30",
+            "2019-3-4",
+            "04/03/2019",
+            "20190304",
+            "",
+            "2019-03-04T00:00",
+        ] {
             assert!(CalendarDate::parse(bad).is_err(), "{bad} should be refused");
         }
     }

@@ -63,7 +63,9 @@ mod tests {
     #[test]
     fn accepts_ordinary_addresses_and_lowercases_the_domain() {
         assert_eq!(
-            EmailAddress::parse("Ops.Team+billing@Example.COM").unwrap().as_str(),
+            EmailAddress::parse("Ops.Team+billing@Example.COM")
+                .unwrap()
+                .as_str(),
             "Ops.Team+billing@example.com"
         );
     }

@@ -128,6 +128,22 @@ impl ValidationErrors {
         if self.0.is_empty() { Ok(()) } else { Err(self) }
     }
 
+    /// When nothing was recorded, assembles the checked values (every `check` returned
+    /// `Some`, so `build` can use `?` on them); otherwise returns every recorded error.
+    ///
+    /// ```
+    /// # use idconsent_kernel::{PhoneNumber, EmailAddress, ValidationErrors};
+    /// let mut errors = ValidationErrors::new();
+    /// let phone = errors.check("phone", PhoneNumber::parse("+15551234567"));
+    /// let email = errors.check("email", EmailAddress::parse("ops@example.com"));
+    /// let (phone, email) = errors.finish_with(|| Some((phone?, email?))).unwrap();
+    /// assert_eq!(phone.as_str(), "+15551234567");
+    /// ```
+    pub fn finish_with<T>(self, build: impl FnOnce() -> Option<T>) -> Result<T, ValidationErrors> {
+        self.finish()?;
+        build().ok_or_else(|| ValidationErrors::single("body", "is invalid"))
+    }
+
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
@@ -147,7 +163,13 @@ impl fmt::Display for ValidationErrors {
             [] => f.write_str("invalid request"),
             [only] => write!(f, "{}: {}", only.field, only.message),
             [first, rest @ ..] => {
-                write!(f, "{}: {} (and {} more)", first.field, first.message, rest.len())
+                write!(
+                    f,
+                    "{}: {} (and {} more)",
+                    first.field,
+                    first.message,
+                    rest.len()
+                )
             }
         }
     }

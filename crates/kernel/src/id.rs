@@ -34,9 +34,8 @@ pub trait TypedId: Sized + Clone + fmt::Display {
     /// callers usually report as "not found".
     fn parse(text: &str) -> Result<Self, InvalidId> {
         let body = text.strip_prefix(Self::PREFIX).ok_or(InvalidId)?;
-        let well_formed = !body.is_empty()
-            && body.len() <= 64
-            && body.bytes().all(|b| b.is_ascii_alphanumeric());
+        let well_formed =
+            !body.is_empty() && body.len() <= 64 && body.bytes().all(|b| b.is_ascii_alphanumeric());
         if well_formed {
             Ok(Self::from_trusted(text.to_owned()))
         } else {
@@ -152,21 +151,56 @@ macro_rules! typed_id {
 
 // The one table of prefixes (CONTRACT §1), so no two kinds can collide.
 typed_id!(MerchantId, "mer_", Sortable, "A merchant account.");
-typed_id!(MerchantUserId, "usr_", Sortable, "A member of a merchant's team.");
+typed_id!(
+    MerchantUserId,
+    "usr_",
+    Sortable,
+    "A member of a merchant's team."
+);
 typed_id!(ApplicationId, "app_", Sortable, "A merchant application.");
-typed_id!(ClientId, "cli_", Sortable, "An application's public client ID.");
-typed_id!(SessionId, "cs_", Unguessable, "A consent session (also an OAuth request).");
+typed_id!(
+    ClientId,
+    "cli_",
+    Sortable,
+    "An application's public client ID."
+);
+typed_id!(
+    SessionId,
+    "cs_",
+    Unguessable,
+    "A consent session (also an OAuth request)."
+);
 typed_id!(EnrollmentId, "enr_", Sortable, "An end-user enrollment.");
 typed_id!(DeviceId, "dev_", Sortable, "A registered end-user device.");
 typed_id!(ChallengeId, "chl_", Unguessable, "A FIDO challenge.");
 typed_id!(QrCodeId, "qr_", Unguessable, "A generated QR code.");
 typed_id!(MandateId, "md_", Sortable, "A digital mandate.");
-typed_id!(SignatureRequestId, "sr_", Unguessable, "A signature request.");
-typed_id!(VerificationId, "idv_", Sortable, "An identity verification.");
+typed_id!(
+    SignatureRequestId,
+    "sr_",
+    Unguessable,
+    "A signature request."
+);
+typed_id!(
+    VerificationId,
+    "idv_",
+    Sortable,
+    "An identity verification."
+);
 typed_id!(InvoiceId, "in_", Sortable, "An invoice.");
 typed_id!(EventId, "evt_", Sortable, "A webhook event.");
-typed_id!(DeliveryId, "whd_", Sortable, "A webhook delivery (one event to one URL).");
-typed_id!(DocumentId, "doc_", Sortable, "A merchant's uploaded document.");
+typed_id!(
+    DeliveryId,
+    "whd_",
+    Sortable,
+    "A webhook delivery (one event to one URL)."
+);
+typed_id!(
+    DocumentId,
+    "doc_",
+    Sortable,
+    "A merchant's uploaded document."
+);
 typed_id!(MessageId, "msg_", Sortable, "An outgoing SMS or email.");
 
 #[cfg(test)]
@@ -196,8 +230,10 @@ mod tests {
     #[test]
     fn sortable_ids_follow_the_clock() {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000)));
-        let ids: Arc<dyn IdGenerator> =
-            Arc::new(UlidGenerator::new(clock.clone(), Arc::new(SeededRandom::new(1))));
+        let ids: Arc<dyn IdGenerator> = Arc::new(UlidGenerator::new(
+            clock.clone(),
+            Arc::new(SeededRandom::new(1)),
+        ));
         let first: EventId = ids.next();
         clock.advance(std::time::Duration::from_millis(1));
         let second: EventId = ids.next();
@@ -207,10 +243,16 @@ mod tests {
     #[test]
     fn parse_checks_prefix_and_characters() {
         assert!(SessionId::parse("cs_01JDKXA1B2C3D4E5F6G7H8J9K0").is_ok());
-        assert_eq!(SessionId::parse("mer_01JDKXA1B2C3D4E5F6G7H8J9K0"), Err(InvalidId));
+        assert_eq!(
+            SessionId::parse("mer_01JDKXA1B2C3D4E5F6G7H8J9K0"),
+            Err(InvalidId)
+        );
         assert_eq!(SessionId::parse("cs_"), Err(InvalidId));
         assert_eq!(SessionId::parse("cs_../etc/passwd"), Err(InvalidId));
-        assert_eq!(SessionId::parse(&format!("cs_{}", "A".repeat(65))), Err(InvalidId));
+        assert_eq!(
+            SessionId::parse(&format!("cs_{}", "A".repeat(65))),
+            Err(InvalidId)
+        );
     }
 
     #[test]

@@ -123,7 +123,9 @@ impl Money {
         if decimal.integer_digits() > MAX_MAJOR_DIGITS {
             return Err(InvalidAmount::TooLarge);
         }
-        let minor = decimal.to_scaled(currency.exponent).ok_or(InvalidAmount::TooLarge)?;
+        let minor = decimal
+            .to_scaled(currency.exponent)
+            .ok_or(InvalidAmount::TooLarge)?;
         Ok(Self { minor, currency })
     }
 
@@ -189,16 +191,32 @@ impl Decimal {
             None => (rest, 0),
         };
         let (integer, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-        if integer.is_empty() || !integer.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit())
+        if integer.is_empty()
+            || !integer
+                .bytes()
+                .chain(fraction.bytes())
+                .all(|b| b.is_ascii_digit())
         {
             return Err(InvalidAmount::NotANumber);
         }
         if !(-40..=40).contains(&exponent) {
-            return Err(if exponent > 0 { InvalidAmount::TooLarge } else { InvalidAmount::TooPrecise });
+            return Err(if exponent > 0 {
+                InvalidAmount::TooLarge
+            } else {
+                InvalidAmount::TooPrecise
+            });
         }
-        let digits = integer.bytes().chain(fraction.bytes()).map(|b| b - b'0').collect();
+        let digits = integer
+            .bytes()
+            .chain(fraction.bytes())
+            .map(|b| b - b'0')
+            .collect();
         let scale = fraction.len() as i64 - exponent;
-        Ok(Self { negative, digits, scale })
+        Ok(Self {
+            negative,
+            digits,
+            scale,
+        })
     }
 
     fn significant_fraction_digits(&self) -> usize {
@@ -267,16 +285,32 @@ mod tests {
             ("-0", 0),
         ];
         for (text, minor) in cases {
-            assert_eq!(Money::from_major_decimal(text, usd()).unwrap().minor(), minor, "{text}");
+            assert_eq!(
+                Money::from_major_decimal(text, usd()).unwrap().minor(),
+                minor,
+                "{text}"
+            );
         }
     }
 
     #[test]
     fn refuses_what_cannot_be_money() {
-        assert_eq!(Money::from_major_decimal("-1", usd()), Err(InvalidAmount::Negative));
-        assert_eq!(Money::from_major_decimal("0.001", usd()), Err(InvalidAmount::TooPrecise));
-        assert_eq!(Money::from_major_decimal("1e-3", usd()), Err(InvalidAmount::TooPrecise));
-        assert_eq!(Money::from_major_decimal("1e300", usd()), Err(InvalidAmount::TooLarge));
+        assert_eq!(
+            Money::from_major_decimal("-1", usd()),
+            Err(InvalidAmount::Negative)
+        );
+        assert_eq!(
+            Money::from_major_decimal("0.001", usd()),
+            Err(InvalidAmount::TooPrecise)
+        );
+        assert_eq!(
+            Money::from_major_decimal("1e-3", usd()),
+            Err(InvalidAmount::TooPrecise)
+        );
+        assert_eq!(
+            Money::from_major_decimal("1e300", usd()),
+            Err(InvalidAmount::TooLarge)
+        );
         assert_eq!(
             Money::from_major_decimal("1000000000000", usd()),
             Err(InvalidAmount::TooLarge)
@@ -285,19 +319,31 @@ mod tests {
             Money::from_major_decimal("1.5", Currency::parse("JPY").unwrap()),
             Err(InvalidAmount::NoMinorUnits("JPY"))
         );
-        assert_eq!(Money::from_major_decimal("abc", usd()), Err(InvalidAmount::NotANumber));
-        assert_eq!(Money::from_major_decimal(".5", usd()), Err(InvalidAmount::NotANumber));
+        assert_eq!(
+            Money::from_major_decimal("abc", usd()),
+            Err(InvalidAmount::NotANumber)
+        );
+        assert_eq!(
+            Money::from_major_decimal(".5", usd()),
+            Err(InvalidAmount::NotANumber)
+        );
     }
 
     #[test]
     fn three_decimal_currencies_scale_by_a_thousand() {
         let kwd = Currency::parse("KWD").unwrap();
-        assert_eq!(Money::from_major_decimal("1.25", kwd).unwrap().minor(), 1250);
+        assert_eq!(
+            Money::from_major_decimal("1.25", kwd).unwrap().minor(),
+            1250
+        );
     }
 
     #[test]
     fn displays_for_people() {
-        assert_eq!(Money::from_minor(1999, usd()).unwrap().display(), "19.99 USD");
+        assert_eq!(
+            Money::from_minor(1999, usd()).unwrap().display(),
+            "19.99 USD"
+        );
         assert_eq!(Money::from_minor(5, usd()).unwrap().display(), "0.05 USD");
         let jpy = Currency::parse("JPY").unwrap();
         assert_eq!(Money::from_minor(500, jpy).unwrap().display(), "500 JPY");

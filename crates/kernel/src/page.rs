@@ -102,7 +102,10 @@ mod tests {
     #[test]
     fn defaults_to_the_first_twenty() {
         let request = PageRequest::new(None, None).unwrap();
-        assert_eq!((request.page(), request.limit(), request.offset()), (1, 20, 0));
+        assert_eq!(
+            (request.page(), request.limit(), request.offset()),
+            (1, 20, 0)
+        );
     }
 
     #[test]

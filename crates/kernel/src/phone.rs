@@ -85,7 +85,10 @@ mod tests {
 
     #[test]
     fn masks_all_but_the_last_four() {
-        assert_eq!(PhoneNumber::parse("+15551234567").unwrap().masked(), "•••4567");
+        assert_eq!(
+            PhoneNumber::parse("+15551234567").unwrap().masked(),
+            "•••4567"
+        );
     }
 
     proptest! {

@@ -2,13 +2,16 @@
 //!
 //! Use it through the macro, which makes one test per case:
 //!
-//! ```ignore
+//! ```text
 //! async fn sqlite_store() -> Option<(Arc<dyn MessageStore>, TestDatabase)> { /* fresh */ }
 //! idconsent_notification::message_store_contract!(sqlite_store);
 //! ```
 //!
 //! The factory returns `None` to skip (a backend that is not configured locally); it should
 //! print why. Cases assert only what the port documents.
+
+// Test support: a failed expectation is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
 
@@ -52,7 +55,10 @@ macro_rules! message_store_contract {
 const T0: Timestamp = Timestamp::from_millis(1_763_719_200_000);
 
 fn ids() -> Arc<dyn IdGenerator> {
-    Arc::new(UlidGenerator::new(Arc::new(SystemClock), Arc::new(OsRandom)))
+    Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ))
 }
 
 fn message(to: &str, created_at: Timestamp) -> Message {
@@ -87,7 +93,10 @@ pub async fn inserting_an_id_twice_is_duplicate(store: Arc<dyn MessageStore>) {
     let original = message("ops@example.com", T0);
     store.insert(&original).await.unwrap();
     let again = store.insert(&original).await;
-    assert!(matches!(again, Err(MessageStoreError::Duplicate)), "{again:?}");
+    assert!(
+        matches!(again, Err(MessageStoreError::Duplicate)),
+        "{again:?}"
+    );
 }
 
 pub async fn listing_is_per_address_oldest_first_and_limited(store: Arc<dyn MessageStore>) {
@@ -98,7 +107,10 @@ pub async fn listing_is_per_address_oldest_first_and_limited(store: Arc<dyn Mess
         store.insert(m).await.unwrap();
     }
     let listed = store.list_for("+15550000002", 10).await.unwrap();
-    assert_eq!(listed.iter().map(|m| &m.id).collect::<Vec<_>>(), vec![&earlier.id, &later.id]);
+    assert_eq!(
+        listed.iter().map(|m| &m.id).collect::<Vec<_>>(),
+        vec![&earlier.id, &later.id]
+    );
     assert_eq!(store.list_for("+15550000002", 1).await.unwrap().len(), 1);
     assert!(store.list_for("+15559999999", 10).await.unwrap().is_empty());
 }
@@ -110,8 +122,14 @@ pub async fn lease_returns_only_due_queued_messages_of_the_channel(store: Arc<dy
     for m in [&due_sms, &future_sms, &due_email] {
         store.insert(m).await.unwrap();
     }
-    let leased = store.lease_due(Channel::Sms, at(1_000), at(121_000), 10).await.unwrap();
-    assert_eq!(leased.iter().map(|m| &m.id).collect::<Vec<_>>(), vec![&due_sms.id]);
+    let leased = store
+        .lease_due(Channel::Sms, at(1_000), at(121_000), 10)
+        .await
+        .unwrap();
+    assert_eq!(
+        leased.iter().map(|m| &m.id).collect::<Vec<_>>(),
+        vec![&due_sms.id]
+    );
 }
 
 pub async fn a_leased_message_is_not_leased_again_before_the_lease_ends(
@@ -119,10 +137,26 @@ pub async fn a_leased_message_is_not_leased_again_before_the_lease_ends(
 ) {
     let m = message("+15550000005", T0);
     store.insert(&m).await.unwrap();
-    assert_eq!(store.lease_due(Channel::Sms, at(0), at(120_000), 10).await.unwrap().len(), 1);
-    assert!(store.lease_due(Channel::Sms, at(1), at(120_001), 10).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .lease_due(Channel::Sms, at(0), at(120_000), 10)
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
+    assert!(
+        store
+            .lease_due(Channel::Sms, at(1), at(120_001), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // The lessee died: after the lease the message is due again (at-least-once).
-    let again = store.lease_due(Channel::Sms, at(120_000), at(240_000), 10).await.unwrap();
+    let again = store
+        .lease_due(Channel::Sms, at(120_000), at(240_000), 10)
+        .await
+        .unwrap();
     assert_eq!(again.len(), 1);
     assert_eq!(again[0].id, m.id);
 }
@@ -141,7 +175,10 @@ pub async fn concurrent_leases_never_share_a_message(store: Arc<dyn MessageStore
         async move {
             let mut mine = Vec::new();
             loop {
-                let batch = store.lease_due(Channel::Sms, at(100), at(600_000), 3).await.unwrap();
+                let batch = store
+                    .lease_due(Channel::Sms, at(100), at(600_000), 3)
+                    .await
+                    .unwrap();
                 if batch.is_empty() {
                     return mine;
                 }
@@ -161,30 +198,54 @@ pub async fn delivered_messages_can_have_their_content_erased(store: Arc<dyn Mes
     store.insert(&kept).await.unwrap();
     store.insert(&erased).await.unwrap();
     store.mark_delivered(&kept.id, at(10), false).await.unwrap();
-    store.mark_delivered(&erased.id, at(11), true).await.unwrap();
+    store
+        .mark_delivered(&erased.id, at(11), true)
+        .await
+        .unwrap();
     let listed = store.list_for("+15550000007", 10).await.unwrap();
     assert_eq!(listed[0].status, DeliveryStatus::Delivered);
     assert_eq!(listed[0].attempts, 1);
     assert_eq!(listed[0].delivered_at, Some(at(10)));
     assert_eq!(listed[0].code.as_deref(), Some("123456"));
     assert_eq!(listed[1].status, DeliveryStatus::Delivered);
-    assert_eq!((listed[1].body.as_str(), &listed[1].code, &listed[1].link), ("", &None, &None));
+    assert_eq!(
+        (listed[1].body.as_str(), &listed[1].code, &listed[1].link),
+        ("", &None, &None)
+    );
     assert_eq!(store.count_queued(Channel::Sms).await.unwrap(), 0);
 }
 
 pub async fn failures_reschedule_or_fail_for_good(store: Arc<dyn MessageStore>) {
     let m = message("+15550000008", T0);
     store.insert(&m).await.unwrap();
-    store.record_failure(&m.id, "gateway timeout", Some(at(5_000))).await.unwrap();
-    assert!(store.lease_due(Channel::Sms, at(4_999), at(9_999), 10).await.unwrap().is_empty());
-    let retried = store.lease_due(Channel::Sms, at(5_000), at(9_999), 10).await.unwrap();
+    store
+        .record_failure(&m.id, "gateway timeout", Some(at(5_000)))
+        .await
+        .unwrap();
+    assert!(
+        store
+            .lease_due(Channel::Sms, at(4_999), at(9_999), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let retried = store
+        .lease_due(Channel::Sms, at(5_000), at(9_999), 10)
+        .await
+        .unwrap();
     assert_eq!(retried[0].attempts, 1);
     assert_eq!(retried[0].last_error.as_deref(), Some("gateway timeout"));
     store.record_failure(&m.id, "rejected", None).await.unwrap();
     let listed = store.list_for("+15550000008", 10).await.unwrap();
     assert_eq!(listed[0].status, DeliveryStatus::Failed);
     assert_eq!(listed[0].attempts, 2);
-    assert!(store.lease_due(Channel::Sms, at(999_999), at(999_999), 10).await.unwrap().is_empty());
+    assert!(
+        store
+            .lease_due(Channel::Sms, at(999_999), at(999_999), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }
 
 pub async fn updates_of_unknown_messages_are_not_found(store: Arc<dyn MessageStore>) {

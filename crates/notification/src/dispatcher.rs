@@ -180,7 +180,10 @@ mod tests {
     fn fixture() -> Fixture {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_000_000)));
         let store = Arc::new(InMemoryMessageStore::default());
-        let ids = Arc::new(UlidGenerator::new(clock.clone(), Arc::new(SeededRandom::new(9))));
+        let ids = Arc::new(UlidGenerator::new(
+            clock.clone(),
+            Arc::new(SeededRandom::new(9)),
+        ));
         let notifier = Notifier::new(store.clone(), clock.clone(), ids, None);
         Fixture {
             clock,
@@ -199,7 +202,11 @@ mod tests {
         }
     }
 
-    fn dispatcher(f: &Fixture, outcomes: Vec<Result<(), TransportError>>, keeps: bool) -> Dispatcher {
+    fn dispatcher(
+        f: &Fixture,
+        outcomes: Vec<Result<(), TransportError>>,
+        keeps: bool,
+    ) -> Dispatcher {
         let transport = Arc::new(ScriptedTransport {
             channel: Channel::Sms,
             outcomes: Mutex::new(outcomes),
@@ -216,14 +223,21 @@ mod tests {
     }
 
     async fn only_message(f: &Fixture) -> Message {
-        f.store.list_for("+15551234567", 10).await.unwrap().remove(0)
+        f.store
+            .list_for("+15551234567", 10)
+            .await
+            .unwrap()
+            .remove(0)
     }
 
     #[tokio::test]
     async fn a_real_transport_delivers_and_erases_the_content() {
         let f = fixture();
         f.notifier.send(sms()).await.unwrap();
-        let report = dispatcher(&f, vec![Ok(())], false).dispatch_due().await.unwrap();
+        let report = dispatcher(&f, vec![Ok(())], false)
+            .dispatch_due()
+            .await
+            .unwrap();
         assert_eq!(report.delivered, 1);
         let message = only_message(&f).await;
         assert_eq!(message.status, DeliveryStatus::Delivered);
@@ -235,7 +249,10 @@ mod tests {
     async fn the_dev_mailbox_keeps_the_content() {
         let f = fixture();
         f.notifier.send(sms()).await.unwrap();
-        dispatcher(&f, vec![Ok(())], true).dispatch_due().await.unwrap();
+        dispatcher(&f, vec![Ok(())], true)
+            .dispatch_due()
+            .await
+            .unwrap();
         assert_eq!(only_message(&f).await.code.as_deref(), Some("424242"));
     }
 
@@ -263,10 +280,14 @@ mod tests {
     async fn permanent_failures_fail_at_once() {
         let f = fixture();
         f.notifier.send(sms()).await.unwrap();
-        let report = dispatcher(&f, vec![Err(TransportError::Permanent("no such number".into()))], false)
-            .dispatch_due()
-            .await
-            .unwrap();
+        let report = dispatcher(
+            &f,
+            vec![Err(TransportError::Permanent("no such number".into()))],
+            false,
+        )
+        .dispatch_due()
+        .await
+        .unwrap();
         assert_eq!(report.failed, 1);
     }
 
@@ -288,8 +309,14 @@ mod tests {
             waits: vec![Duration::from_secs(1), Duration::from_secs(5)],
         };
         let now = Timestamp::from_millis(0);
-        assert_eq!(policy.next_attempt(now, 1), Some(Timestamp::from_millis(1_000)));
-        assert_eq!(policy.next_attempt(now, 2), Some(Timestamp::from_millis(5_000)));
+        assert_eq!(
+            policy.next_attempt(now, 1),
+            Some(Timestamp::from_millis(1_000))
+        );
+        assert_eq!(
+            policy.next_attempt(now, 2),
+            Some(Timestamp::from_millis(5_000))
+        );
         assert_eq!(policy.next_attempt(now, 3), None);
     }
 }

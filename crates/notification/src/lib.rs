@@ -7,10 +7,10 @@ pub mod ports;
 
 #[cfg(feature = "contract")]
 pub mod contract;
-#[cfg(feature = "contract")]
-pub mod transport_contract;
 #[cfg(any(test, feature = "testing"))]
 pub mod testing;
+#[cfg(feature = "contract")]
+pub mod transport_contract;
 
 pub use dispatcher::{DispatchReport, Dispatcher, RetryPolicy};
 pub use message::{Address, Channel, DeliveryStatus, InvalidAddress, Message, NewMessage};

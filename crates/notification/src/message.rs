@@ -46,9 +46,13 @@ impl Address {
     /// A phone number when it starts with `+`, else an email address.
     pub fn parse(text: &str) -> Result<Self, InvalidAddress> {
         if text.starts_with('+') {
-            PhoneNumber::parse(text).map(Address::Phone).map_err(|_| InvalidAddress)
+            PhoneNumber::parse(text)
+                .map(Address::Phone)
+                .map_err(|_| InvalidAddress)
         } else {
-            EmailAddress::parse(text).map(Address::Email).map_err(|_| InvalidAddress)
+            EmailAddress::parse(text)
+                .map(Address::Email)
+                .map_err(|_| InvalidAddress)
         }
     }
 
@@ -175,8 +179,14 @@ mod tests {
 
     #[test]
     fn address_picks_the_channel() {
-        assert_eq!(Address::parse("+15551234567").unwrap().channel(), Channel::Sms);
-        assert_eq!(Address::parse("a@example.com").unwrap().channel(), Channel::Email);
+        assert_eq!(
+            Address::parse("+15551234567").unwrap().channel(),
+            Channel::Sms
+        );
+        assert_eq!(
+            Address::parse("a@example.com").unwrap().channel(),
+            Channel::Email
+        );
         assert!(Address::parse("+1").is_err());
         assert!(Address::parse("nobody").is_err());
     }

@@ -50,10 +50,13 @@ impl NotificationSender for Notifier {
             created_at: now,
             delivered_at: None,
         };
-        self.store.insert(&queued).await.map_err(|error| match error {
-            MessageStoreError::Unavailable(source) => NotifyError::Unavailable(source),
-            other => NotifyError::Unavailable(Box::new(other)),
-        })?;
+        self.store
+            .insert(&queued)
+            .await
+            .map_err(|error| match error {
+                MessageStoreError::Unavailable(source) => NotifyError::Unavailable(source),
+                other => NotifyError::Unavailable(Box::new(other)),
+            })?;
         if let Some(nudge) = &self.nudge {
             nudge.nudge();
         }

@@ -35,8 +35,11 @@ impl MessageStore for InMemoryMessageStore {
 
     async fn list_for(&self, to: &str, limit: u32) -> Result<Vec<Message>, MessageStoreError> {
         self.with(|messages| {
-            let mut found: Vec<Message> =
-                messages.iter().filter(|m| m.to.as_str() == to).cloned().collect();
+            let mut found: Vec<Message> = messages
+                .iter()
+                .filter(|m| m.to.as_str() == to)
+                .cloned()
+                .collect();
             found.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
             found.truncate(limit as usize);
             Ok(found)

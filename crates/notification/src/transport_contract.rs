@@ -5,6 +5,9 @@
 //! wired to it. The cases then check what the dispatcher relies on: a delivery arrives with its
 //! recipient and text, and every failure is classified as temporary or permanent correctly.
 
+// Test support: a failed expectation is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -40,7 +43,10 @@ pub trait TransportHarness: Send + Sync {
     async fn start(
         &self,
         mode: ReceiverMode,
-    ) -> (Arc<dyn MessageTransport>, Box<dyn Fn() -> Vec<Received> + Send + Sync>);
+    ) -> (
+        Arc<dyn MessageTransport>,
+        Box<dyn Fn() -> Vec<Received> + Send + Sync>,
+    );
 
     /// A transport pointed at an address where nothing listens.
     async fn unreachable(&self) -> Arc<dyn MessageTransport>;
@@ -69,8 +75,10 @@ macro_rules! message_transport_contract {
 }
 
 fn message(to: Address) -> Message {
-    let ids: Arc<dyn IdGenerator> =
-        Arc::new(UlidGenerator::new(Arc::new(SystemClock), Arc::new(OsRandom)));
+    let ids: Arc<dyn IdGenerator> = Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ));
     let now = Timestamp::from_millis(1_763_719_200_000);
     Message {
         id: ids.next::<MessageId>(),
@@ -96,25 +104,38 @@ pub async fn a_delivery_reaches_the_receiver(harness: &dyn TransportHarness) {
     let got = received();
     assert_eq!(got.len(), 1, "{got:?}");
     assert_eq!(got[0].to, address.as_str());
-    assert!(got[0].raw.contains("Your idconsent code is 246810"), "{:?}", got[0].raw);
+    assert!(
+        got[0].raw.contains("Your idconsent code is 246810"),
+        "{:?}",
+        got[0].raw
+    );
 }
 
 pub async fn a_temporary_refusal_is_temporary(harness: &dyn TransportHarness) {
     let (transport, _) = harness.start(ReceiverMode::FailTemporarily).await;
     let outcome = transport.deliver(&message(harness.address())).await;
-    assert!(matches!(outcome, Err(TransportError::Temporary(_))), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(TransportError::Temporary(_))),
+        "{outcome:?}"
+    );
 }
 
 pub async fn a_rejection_is_permanent(harness: &dyn TransportHarness) {
     let (transport, _) = harness.start(ReceiverMode::Reject).await;
     let outcome = transport.deliver(&message(harness.address())).await;
-    assert!(matches!(outcome, Err(TransportError::Permanent(_))), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(TransportError::Permanent(_))),
+        "{outcome:?}"
+    );
 }
 
 pub async fn an_unreachable_receiver_is_temporary(harness: &dyn TransportHarness) {
     let transport = harness.unreachable().await;
     let outcome = transport.deliver(&message(harness.address())).await;
-    assert!(matches!(outcome, Err(TransportError::Temporary(_))), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(TransportError::Temporary(_))),
+        "{outcome:?}"
+    );
 }
 
 pub async fn an_address_of_another_channel_is_permanent(harness: &dyn TransportHarness) {
@@ -124,6 +145,9 @@ pub async fn an_address_of_another_channel_is_permanent(harness: &dyn TransportH
         Address::Email(_) => Address::parse("+15551234567").unwrap(),
     };
     let outcome = transport.deliver(&message(other)).await;
-    assert!(matches!(outcome, Err(TransportError::Permanent(_))), "{outcome:?}");
+    assert!(
+        matches!(outcome, Err(TransportError::Permanent(_))),
+        "{outcome:?}"
+    );
     assert!(received().is_empty());
 }

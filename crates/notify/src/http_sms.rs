@@ -54,7 +54,8 @@ impl HttpSms {
 
 fn parse_header(text: &str) -> Result<(HeaderName, HeaderValue), HttpSmsConfigError> {
     let (name, value) = text.split_once(':').ok_or(HttpSmsConfigError::Header)?;
-    let name = HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| HttpSmsConfigError::Header)?;
+    let name =
+        HeaderName::from_bytes(name.trim().as_bytes()).map_err(|_| HttpSmsConfigError::Header)?;
     let mut value = HeaderValue::from_str(value.trim()).map_err(|_| HttpSmsConfigError::Header)?;
     value.set_sensitive(true);
     Ok((name, value))
@@ -87,17 +88,20 @@ impl MessageTransport for HttpSms {
         if let Some((name, value)) = &self.auth {
             request = request.header(name.clone(), value.clone());
         }
-        let response = request
-            .send()
-            .await
-            .map_err(|error| TransportError::Temporary(format!("SMS gateway unreachable: {}", without_url(&error))))?;
+        let response = request.send().await.map_err(|error| {
+            TransportError::Temporary(format!("SMS gateway unreachable: {}", without_url(&error)))
+        })?;
         let status = response.status();
         if status.is_success() {
             Ok(())
         } else if status.is_server_error() || status.as_u16() == 408 || status.as_u16() == 429 {
-            Err(TransportError::Temporary(format!("SMS gateway answered {status}")))
+            Err(TransportError::Temporary(format!(
+                "SMS gateway answered {status}"
+            )))
         } else {
-            Err(TransportError::Permanent(format!("SMS gateway answered {status}")))
+            Err(TransportError::Permanent(format!(
+                "SMS gateway answered {status}"
+            )))
         }
     }
 }

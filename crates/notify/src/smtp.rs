@@ -2,8 +2,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idconsent_notification::{Address, Channel, Message, MessageTransport, TransportError};
-use lettre::message::header::ContentType;
 use lettre::message::Mailbox;
+use lettre::message::header::ContentType;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Tokio1Executor};
 
 /// Email over SMTP (lettre).

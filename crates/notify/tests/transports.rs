@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use idconsent_notification::transport_contract::{ReceiverMode, Received, TransportHarness};
+use idconsent_notification::transport_contract::{Received, ReceiverMode, TransportHarness};
 use idconsent_notification::{Address, MessageTransport};
 use idconsent_notify::{HttpSms, HttpSmsConfig, SmtpEmail};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
@@ -35,7 +35,10 @@ async fn smtp_receiver(mode: ReceiverMode, log: Log) -> u16 {
             tokio::spawn(async move {
                 let (read, mut write) = stream.into_split();
                 let mut lines = BufReader::new(read).lines();
-                write.write_all(b"220 localhost ESMTP test\r\n").await.unwrap();
+                write
+                    .write_all(b"220 localhost ESMTP test\r\n")
+                    .await
+                    .unwrap();
                 let mut to = String::new();
                 while let Ok(Some(line)) = lines.next_line().await {
                     let upper = line.to_ascii_uppercase();
@@ -58,7 +61,10 @@ async fn smtp_receiver(mode: ReceiverMode, log: Log) -> u16 {
                             raw.push_str(&data);
                             raw.push('\n');
                         }
-                        log.lock().unwrap().push(Received { to: to.clone(), raw });
+                        log.lock().unwrap().push(Received {
+                            to: to.clone(),
+                            raw,
+                        });
                         b"250 2.0.0 queued\r\n"
                     } else if upper == "QUIT" {
                         let _ = write.write_all(b"221 bye\r\n").await;
@@ -87,7 +93,10 @@ impl TransportHarness for Smtp {
     async fn start(
         &self,
         mode: ReceiverMode,
-    ) -> (Arc<dyn MessageTransport>, Box<dyn Fn() -> Vec<Received> + Send + Sync>) {
+    ) -> (
+        Arc<dyn MessageTransport>,
+        Box<dyn Fn() -> Vec<Received> + Send + Sync>,
+    ) {
         let log = Log::default();
         let port = smtp_receiver(mode, log.clone()).await;
         let transport = smtp_transport(port);
@@ -137,7 +146,11 @@ async fn http_receiver(mode: ReceiverMode, log: Log) -> u16 {
                 }
                 let length: usize = head
                     .lines()
-                    .find_map(|l| l.to_ascii_lowercase().strip_prefix("content-length:").map(|v| v.trim().parse().unwrap()))
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse().unwrap())
+                    })
                     .unwrap_or(0);
                 let mut body = vec![0; length];
                 stream.read_exact(&mut body).await.unwrap();
@@ -154,7 +167,8 @@ async fn http_receiver(mode: ReceiverMode, log: Log) -> u16 {
                     ReceiverMode::FailTemporarily => "503 Service Unavailable",
                     ReceiverMode::Reject => "400 Bad Request",
                 };
-                let response = format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                let response =
+                    format!("HTTP/1.1 {status}\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
                 let _ = stream.get_mut().write_all(response.as_bytes()).await;
             });
         }
@@ -184,7 +198,10 @@ impl TransportHarness for Sms {
     async fn start(
         &self,
         mode: ReceiverMode,
-    ) -> (Arc<dyn MessageTransport>, Box<dyn Fn() -> Vec<Received> + Send + Sync>) {
+    ) -> (
+        Arc<dyn MessageTransport>,
+        Box<dyn Fn() -> Vec<Received> + Send + Sync>,
+    ) {
         let log = Log::default();
         let port = http_receiver(mode, log.clone()).await;
         (sms_transport(port), reader(&log))
@@ -227,7 +244,14 @@ mod http_sms {
 #[test]
 fn bad_configuration_is_refused_at_start() {
     assert!(SmtpEmail::new("ftp://x", "a@b.example", Duration::from_secs(1)).is_err());
-    assert!(SmtpEmail::new("smtp://127.0.0.1:25", "not a mailbox", Duration::from_secs(1)).is_err());
+    assert!(
+        SmtpEmail::new(
+            "smtp://127.0.0.1:25",
+            "not a mailbox",
+            Duration::from_secs(1)
+        )
+        .is_err()
+    );
     let config = |url: &str, header: Option<&str>| HttpSmsConfig {
         url: url.into(),
         auth_header: header.map(Into::into),

@@ -68,7 +68,9 @@ pub struct Db {
 
 impl fmt::Debug for Db {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Db").field("backend", &self.backend()).finish()
+        f.debug_struct("Db")
+            .field("backend", &self.backend())
+            .finish()
     }
 }
 
@@ -136,9 +138,9 @@ impl Db {
     {
         let pools = self.pools.clone();
         run_blocking(move || match &*pools {
-            Pools::Sqlite { write, .. } => {
-                write.get()?.immediate_transaction(|c| f(AnyConnection::Sqlite(c)))
-            }
+            Pools::Sqlite { write, .. } => write
+                .get()?
+                .immediate_transaction(|c| f(AnyConnection::Sqlite(c))),
             Pools::Postgres(pool) => pool.get()?.transaction(|c| f(AnyConnection::Postgres(c))),
         })
         .await
@@ -235,7 +237,10 @@ impl CustomizeConnection<PgConnection, diesel::r2d2::Error> for PostgresSetup {
 }
 
 fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
-    if let Some(parent) = Path::new(path).parent().filter(|p| !p.as_os_str().is_empty()) {
+    if let Some(parent) = Path::new(path)
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+    {
         std::fs::create_dir_all(parent).map_err(|source| OpenError::Directory {
             path: parent.display().to_string(),
             source,
@@ -281,7 +286,10 @@ mod tests {
 
     #[test]
     fn sqlite_urls_name_a_path() {
-        assert_eq!(sqlite_path("sqlite://data/idconsent.db"), Some("data/idconsent.db"));
+        assert_eq!(
+            sqlite_path("sqlite://data/idconsent.db"),
+            Some("data/idconsent.db")
+        );
         assert_eq!(sqlite_path("sqlite:///tmp/x.db"), Some("/tmp/x.db"));
         assert_eq!(sqlite_path("sqlite:x.db?mode=rwc"), Some("x.db"));
         assert_eq!(sqlite_path("sqlite://"), None);

@@ -20,14 +20,20 @@ impl DbError {
     pub fn is_unique_violation(&self) -> bool {
         matches!(
             self,
-            DbError::Query(DieselError::DatabaseError(DatabaseErrorKind::UniqueViolation, _))
+            DbError::Query(DieselError::DatabaseError(
+                DatabaseErrorKind::UniqueViolation,
+                _
+            ))
         )
     }
 
     pub fn is_foreign_key_violation(&self) -> bool {
         matches!(
             self,
-            DbError::Query(DieselError::DatabaseError(DatabaseErrorKind::ForeignKeyViolation, _))
+            DbError::Query(DieselError::DatabaseError(
+                DatabaseErrorKind::ForeignKeyViolation,
+                _
+            ))
         )
     }
 
@@ -46,9 +52,7 @@ impl DbError {
 /// Why a database could not be opened.
 #[derive(Debug, thiserror::Error)]
 pub enum OpenError {
-    #[error(
-        "unsupported database URL (expected sqlite://path or postgres://user@host/db): {0}"
-    )]
+    #[error("unsupported database URL (expected sqlite://path or postgres://user@host/db): {0}")]
     UnsupportedUrl(String),
     #[error("cannot create the database directory {path}: {source}")]
     Directory {

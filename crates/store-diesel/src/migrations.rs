@@ -38,6 +38,26 @@ pub fn migration_names(backend: Backend) -> Vec<String> {
     names
 }
 
+/// Diesel reports versions (`20261121000001`); people want names
+/// (`2026-11-21-000001_outgoing_messages`).
+fn with_names(backend: Backend, versions: Vec<String>) -> Vec<String> {
+    let names = migration_names(backend);
+    versions
+        .into_iter()
+        .map(|version| {
+            names
+                .iter()
+                .find(|name| {
+                    name.split('_')
+                        .next()
+                        .is_some_and(|v| v.replace('-', "") == version)
+                })
+                .cloned()
+                .unwrap_or(version)
+        })
+        .collect()
+}
+
 impl Db {
     /// Applies every pending migration and returns the names applied. Safe to run from several
     /// processes at once: SQLite holds its write lock, PostgreSQL an advisory lock.
@@ -50,14 +70,16 @@ impl Db {
                         .map_err(|e| MigrateError::Migration(e.to_string()))
                 })?,
                 AnyConnection::Postgres(c) => c.transaction(|c| {
-                    diesel::sql_query(format!("SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"))
-                        .execute(c)?;
+                    diesel::sql_query(format!(
+                        "SELECT pg_advisory_xact_lock({MIGRATION_LOCK_KEY})"
+                    ))
+                    .execute(c)?;
                     c.run_pending_migrations(POSTGRES)
                         .map(|done| done.iter().map(ToString::to_string).collect::<Vec<_>>())
                         .map_err(|e| MigrateError::Migration(e.to_string()))
                 })?,
             };
-            Ok(applied)
+            Ok(with_names(self.backend(), applied))
         })
     }
 
@@ -69,7 +91,10 @@ impl Db {
                 AnyConnection::Postgres(c) => c.revert_all_migrations(POSTGRES),
             }
             .map_err(|e| OpenError::Migrate(e.to_string()))?;
-            Ok(reverted.iter().map(ToString::to_string).collect())
+            Ok(with_names(
+                self.backend(),
+                reverted.iter().map(ToString::to_string).collect(),
+            ))
         })
     }
 }

@@ -200,7 +200,10 @@ impl MessageStore for DieselMessageStore {
                 );
                 Ok(with_conn!(conn, |c| match next_attempt_at {
                     Some(next) => diesel::update(target)
-                        .set((failed_attempt, outgoing_messages::next_attempt_at.eq(next.as_millis())))
+                        .set((
+                            failed_attempt,
+                            outgoing_messages::next_attempt_at.eq(next.as_millis())
+                        ))
                         .execute(c),
                     None => diesel::update(target)
                         .set((

@@ -5,6 +5,9 @@
 //! `REQUIRE_BACKENDS` naming `postgres`. Then a missing or unreachable server fails the test,
 //! because a skipped backend proves nothing.
 
+// Test support: a failed expectation is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use diesel::connection::SimpleConnection;
@@ -81,10 +84,10 @@ impl TestDatabase {
 
 impl Drop for TestDatabase {
     fn drop(&mut self) {
-        if let Cleanup::Schema { admin_url, schema } = &self.cleanup {
-            if let Ok(mut admin) = PgConnection::establish(admin_url) {
-                let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
-            }
+        if let Cleanup::Schema { admin_url, schema } = &self.cleanup
+            && let Ok(mut admin) = PgConnection::establish(admin_url)
+        {
+            let _ = admin.batch_execute(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE"));
         }
     }
 }
@@ -124,7 +127,8 @@ fn open_and_migrate(url: &str) -> Db {
         ..DbOptions::default()
     };
     let db = Db::open(url, &options).unwrap_or_else(|error| panic!("open {url}: {error}"));
-    db.migrate().unwrap_or_else(|error| panic!("migrate {url}: {error}"));
+    db.migrate()
+        .unwrap_or_else(|error| panic!("migrate {url}: {error}"));
     db
 }
 

@@ -5,7 +5,10 @@ use idconsent_store_diesel::DieselMessageStore;
 use idconsent_store_diesel::testing::TestDatabase;
 
 fn store_on(database: TestDatabase) -> (Arc<dyn MessageStore>, TestDatabase) {
-    (Arc::new(DieselMessageStore::new(database.db.clone())), database)
+    (
+        Arc::new(DieselMessageStore::new(database.db.clone())),
+        database,
+    )
 }
 
 mod sqlite {

@@ -1,0 +1,476 @@
+//! Configuration: clap flags mirroring `IDC_*` environment variables, resolved and checked once
+//! at start into a [`Config`]. Nothing else in the workspace reads the environment.
+
+use std::convert::Infallible;
+use std::fmt;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use idconsent_store_diesel::DbOptions;
+use secrecy::{ExposeSecret, SecretString};
+
+/// `dev` gives a working server with no setup (dev mailbox, generated keys); `production`
+/// requires real secrets and never exposes development routes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    Dev,
+    Production,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// Readable lines for a terminal.
+    Human,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
+
+fn secret(text: &str) -> Result<SecretString, Infallible> {
+    Ok(SecretString::from(text.to_owned()))
+}
+
+/// Flags and environment variables (CONTRACT §9). Every flag has an `IDC_*` twin.
+#[derive(Debug, Clone, clap::Args)]
+pub struct Settings {
+    /// Address to listen on.
+    #[arg(
+        long,
+        env = "IDC_BIND",
+        default_value = "127.0.0.1:8080",
+        global = true
+    )]
+    pub bind: String,
+
+    /// Public base URL of this service (default: http://<bind>).
+    #[arg(long, env = "IDC_BASE_URL", global = true)]
+    pub base_url: Option<String>,
+
+    /// `sqlite://path` (embedded default) or `postgres://…`.
+    #[arg(
+        long,
+        env = "IDC_DATABASE_URL",
+        default_value = "sqlite://data/idconsent.db",
+        hide_env_values = true,
+        global = true
+    )]
+    pub database_url: String,
+
+    /// Where generated keys, uploaded files and the default SQLite database live.
+    #[arg(long, env = "IDC_DATA_DIR", default_value = "data", global = true)]
+    pub data_dir: PathBuf,
+
+    #[arg(
+        long,
+        env = "IDC_MODE",
+        value_enum,
+        default_value = "dev",
+        global = true
+    )]
+    pub mode: Mode,
+
+    /// Bearer token of the platform operator (`/v1/admin/…`). Generated into the data dir in dev.
+    #[arg(long, env = "IDC_ADMIN_TOKEN", value_parser = secret, hide_env_values = true, global = true)]
+    pub admin_token: Option<SecretString>,
+
+    /// Standard base64 of 32 random bytes; encrypts secrets at rest. Generated into the data dir in dev.
+    #[arg(long, env = "IDC_MASTER_KEY", value_parser = secret, hide_env_values = true, global = true)]
+    pub master_key: Option<SecretString>,
+
+    #[arg(
+        long,
+        env = "IDC_LOG_FORMAT",
+        value_enum,
+        default_value = "human",
+        global = true
+    )]
+    pub log_format: LogFormat,
+
+    /// HTTP worker threads (default: one per core).
+    #[arg(long, env = "IDC_HTTP_WORKERS", global = true)]
+    pub http_workers: Option<usize>,
+
+    /// Database connections per pool.
+    #[arg(
+        long,
+        env = "IDC_DB_MAX_CONNECTIONS",
+        default_value_t = 16,
+        global = true
+    )]
+    pub db_max_connections: u32,
+
+    /// SMTP server for email, e.g. `smtps://user:pass@smtp.example.com:465`.
+    #[arg(long, env = "IDC_SMTP_URL", value_parser = secret, hide_env_values = true, global = true)]
+    pub smtp_url: Option<SecretString>,
+
+    /// Sender of every email.
+    #[arg(
+        long,
+        env = "IDC_SMTP_FROM",
+        default_value = "idconsent <no-reply@idconsent.localhost>",
+        global = true
+    )]
+    pub smtp_from: String,
+
+    /// HTTP SMS gateway endpoint (receives `POST {"to", "body"}`).
+    #[arg(long, env = "IDC_SMS_GATEWAY_URL", global = true)]
+    pub sms_gateway_url: Option<String>,
+
+    /// One header sent to the SMS gateway, e.g. `Authorization: Bearer abc`.
+    #[arg(long, env = "IDC_SMS_GATEWAY_AUTH_HEADER", value_parser = secret, hide_env_values = true, global = true)]
+    pub sms_gateway_auth_header: Option<SecretString>,
+}
+
+/// The 32-byte key that encrypts secrets at rest. Never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct MasterKey([u8; 32]);
+
+impl MasterKey {
+    pub fn from_bytes(bytes: [u8; 32]) -> Self {
+        Self(bytes)
+    }
+
+    pub fn as_bytes(&self) -> &[u8; 32] {
+        &self.0
+    }
+
+    fn parse(text: &str) -> Result<Self, ConfigError> {
+        let bytes = BASE64
+            .decode(text.trim())
+            .map_err(|_| ConfigError::MasterKeyFormat)?;
+        bytes
+            .try_into()
+            .map(Self)
+            .map_err(|_| ConfigError::MasterKeyFormat)
+    }
+}
+
+impl fmt::Debug for MasterKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MasterKey(***)")
+    }
+}
+
+/// SMTP settings for the email transport.
+#[derive(Debug, Clone)]
+pub struct SmtpSettings {
+    pub url: SecretString,
+    pub from: String,
+}
+
+/// SMS gateway settings.
+#[derive(Debug, Clone)]
+pub struct SmsSettings {
+    pub url: String,
+    pub auth_header: Option<SecretString>,
+}
+
+/// Checked configuration, ready to wire the service.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub mode: Mode,
+    pub bind: String,
+    /// Without a trailing slash.
+    pub base_url: String,
+    pub database_url: SecretString,
+    pub data_dir: PathBuf,
+    pub admin_token: SecretString,
+    pub master_key: MasterKey,
+    pub log_format: LogFormat,
+    pub http_workers: usize,
+    pub db: DbOptions,
+    pub smtp: Option<SmtpSettings>,
+    pub sms: Option<SmsSettings>,
+    /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
+    /// tests are stopped through their handle instead.
+    pub handle_signals: bool,
+    /// How often background workers poll when nothing woke them.
+    pub worker_poll_interval: Duration,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("{0} is required when IDC_MODE=production")]
+    RequiredInProduction(&'static str),
+    #[error(
+        "IDC_MASTER_KEY must be standard base64 of exactly 32 bytes (try: openssl rand -base64 32)"
+    )]
+    MasterKeyFormat,
+    #[error("IDC_ADMIN_TOKEN must be at least 32 characters")]
+    AdminTokenTooShort,
+    #[error("IDC_BASE_URL must be an absolute http(s) URL without query or fragment")]
+    BaseUrl,
+    #[error("IDC_BIND must be host:port")]
+    Bind,
+    #[error("cannot use the data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+impl Settings {
+    /// Checks the settings and fills in dev defaults (generated keys in the data directory).
+    pub fn resolve(self) -> Result<Config, ConfigError> {
+        if !self.bind.contains(':') {
+            return Err(ConfigError::Bind);
+        }
+        let base_url = normalise_base_url(
+            self.base_url
+                .unwrap_or_else(|| format!("http://{}", self.bind)),
+        )?;
+        let production = self.mode == Mode::Production;
+        let master_key = match self.master_key {
+            Some(text) => MasterKey::parse(text.expose_secret())?,
+            None if production => return Err(ConfigError::RequiredInProduction("IDC_MASTER_KEY")),
+            None => MasterKey::parse(&dev_secret(&self.data_dir, "master.key", || {
+                BASE64.encode(random_bytes::<32>())
+            })?)?,
+        };
+        let admin_token = match self.admin_token {
+            Some(token) if token.expose_secret().trim().len() < 32 => {
+                return Err(ConfigError::AdminTokenTooShort);
+            }
+            Some(token) => token,
+            None if production => return Err(ConfigError::RequiredInProduction("IDC_ADMIN_TOKEN")),
+            None => SecretString::from(dev_secret(&self.data_dir, "admin.token", || {
+                hex(&random_bytes::<24>())
+            })?),
+        };
+        Ok(Config {
+            mode: self.mode,
+            bind: self.bind,
+            base_url,
+            database_url: SecretString::from(self.database_url),
+            data_dir: self.data_dir,
+            admin_token,
+            master_key,
+            log_format: self.log_format,
+            http_workers: self
+                .http_workers
+                .unwrap_or_else(|| std::thread::available_parallelism().map_or(2, usize::from)),
+            db: DbOptions {
+                max_connections: self.db_max_connections.max(1),
+                ..DbOptions::default()
+            },
+            smtp: self.smtp_url.map(|url| SmtpSettings {
+                url,
+                from: self.smtp_from,
+            }),
+            sms: self.sms_gateway_url.map(|url| SmsSettings {
+                url,
+                auth_header: self.sms_gateway_auth_header,
+            }),
+            handle_signals: true,
+            worker_poll_interval: Duration::from_secs(1),
+        })
+    }
+}
+
+impl Config {
+    /// A dev-mode configuration on the given database, for embedding the server in tests:
+    /// random port, fixed keys, no signal handling.
+    pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
+        Self {
+            mode: Mode::Dev,
+            bind: "127.0.0.1:0".into(),
+            base_url: "http://127.0.0.1:0".into(),
+            database_url: SecretString::from(database_url),
+            data_dir,
+            admin_token: SecretString::from("test-admin-token-0123456789abcdef".to_owned()),
+            master_key: MasterKey::from_bytes([7; 32]),
+            log_format: LogFormat::Human,
+            http_workers: 2,
+            db: DbOptions {
+                max_connections: 4,
+                min_idle: 1,
+                ..DbOptions::default()
+            },
+            smtp: None,
+            sms: None,
+            handle_signals: false,
+            worker_poll_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+fn normalise_base_url(url: String) -> Result<String, ConfigError> {
+    let trimmed = url.trim_end_matches('/');
+    let valid = (trimmed.starts_with("http://") || trimmed.starts_with("https://"))
+        && !trimmed.contains(['?', '#', ' '])
+        && trimmed
+            .split("://")
+            .nth(1)
+            .is_some_and(|rest| !rest.is_empty());
+    if valid {
+        Ok(trimmed.to_owned())
+    } else {
+        Err(ConfigError::BaseUrl)
+    }
+}
+
+/// Reads `data_dir/name`, creating it (mode 0600) with `generate()` the first time.
+fn dev_secret(
+    data_dir: &Path,
+    name: &str,
+    generate: impl FnOnce() -> String,
+) -> Result<String, ConfigError> {
+    let path = data_dir.join(name);
+    let io_error = |source| ConfigError::DataDir {
+        path: path.display().to_string(),
+        source,
+    };
+    match std::fs::read_to_string(&path) {
+        Ok(existing) => return Ok(existing.trim().to_owned()),
+        Err(error) if error.kind() != std::io::ErrorKind::NotFound => return Err(io_error(error)),
+        Err(_) => {}
+    }
+    std::fs::create_dir_all(data_dir).map_err(io_error)?;
+    let value = generate();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(&path) {
+        Ok(mut file) => {
+            file.write_all(value.as_bytes()).map_err(io_error)?;
+            Ok(value)
+        }
+        // Another process created it first: use theirs.
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            std::fs::read_to_string(&path)
+                .map(|existing| existing.trim().to_owned())
+                .map_err(io_error)
+        }
+        Err(error) => Err(io_error(error)),
+    }
+}
+
+fn random_bytes<const N: usize>() -> [u8; N] {
+    let random: std::sync::Arc<dyn idconsent_kernel::RandomSource> =
+        std::sync::Arc::new(idconsent_kernel::OsRandom);
+    random.bytes::<N>()
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrapper {
+        #[command(flatten)]
+        settings: Settings,
+    }
+
+    fn settings(args: &[&str]) -> Settings {
+        let mut argv = vec!["idconsent"];
+        argv.extend_from_slice(args);
+        Wrapper::parse_from(argv).settings
+    }
+
+    #[test]
+    fn dev_mode_generates_and_then_reuses_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        let first = settings(&["--data-dir", data_dir, "--mode", "dev"])
+            .resolve()
+            .unwrap();
+        let second = settings(&["--data-dir", data_dir, "--mode", "dev"])
+            .resolve()
+            .unwrap();
+        assert_eq!(first.master_key, second.master_key);
+        assert_eq!(
+            first.admin_token.expose_secret(),
+            second.admin_token.expose_secret()
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(dir.path().join("master.key"))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+    }
+
+    #[test]
+    fn production_requires_real_secrets() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        let error = settings(&["--data-dir", data_dir, "--mode", "production"])
+            .resolve()
+            .unwrap_err();
+        assert!(error.to_string().contains("IDC_MASTER_KEY"));
+        let key = BASE64.encode([1u8; 32]);
+        let error = settings(&[
+            "--data-dir",
+            data_dir,
+            "--mode",
+            "production",
+            "--master-key",
+            &key,
+        ])
+        .resolve()
+        .unwrap_err();
+        assert!(error.to_string().contains("IDC_ADMIN_TOKEN"));
+        let token = "t".repeat(40);
+        let config = settings(&[
+            "--data-dir",
+            data_dir,
+            "--mode",
+            "production",
+            "--master-key",
+            &key,
+            "--admin-token",
+            &token,
+        ])
+        .resolve()
+        .unwrap();
+        assert_eq!(config.mode, Mode::Production);
+        assert!(!dir.path().join("master.key").exists());
+    }
+
+    #[test]
+    fn bad_values_are_explained() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        let short_key = BASE64.encode([1u8; 16]);
+        assert!(matches!(
+            settings(&["--data-dir", data_dir, "--master-key", &short_key]).resolve(),
+            Err(ConfigError::MasterKeyFormat)
+        ));
+        assert!(matches!(
+            settings(&["--data-dir", data_dir, "--admin-token", "short"]).resolve(),
+            Err(ConfigError::AdminTokenTooShort)
+        ));
+        assert!(matches!(
+            settings(&["--data-dir", data_dir, "--base-url", "ftp://x"]).resolve(),
+            Err(ConfigError::BaseUrl)
+        ));
+    }
+
+    #[test]
+    fn debug_output_hides_secrets() {
+        let config = Config::for_tests(PathBuf::from("data"), "postgres://u:pw@h/db".into());
+        let shown = format!("{config:?}");
+        assert!(!shown.contains("pw@"), "{shown}");
+        assert!(!shown.contains("test-admin-token"), "{shown}");
+    }
+
+    #[test]
+    fn base_url_loses_its_trailing_slash() {
+        assert_eq!(
+            normalise_base_url("https://id.example/".into()).unwrap(),
+            "https://id.example"
+        );
+        assert!(normalise_base_url("https://".into()).is_err());
+    }
+}

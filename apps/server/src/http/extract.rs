@@ -1,0 +1,222 @@
+//! Request extraction with our envelope: JSON bodies (size, Content-Type, precise parse errors)
+//! and the operator's bearer token.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header;
+use actix_web::{FromRequest, HttpMessage, HttpRequest, web};
+use bytes::{Bytes, BytesMut};
+use futures_util::StreamExt;
+use secrecy::ExposeSecret;
+use serde::de::DeserializeOwned;
+use subtle::ConstantTimeEq;
+
+use crate::context::AppContext;
+use crate::http::error::ApiError;
+
+/// Largest JSON body (CONTRACT §1).
+pub const JSON_LIMIT: usize = 1 << 20;
+/// Largest body of endpoints that carry base64 files.
+pub const FILE_LIMIT: usize = 15 << 20;
+
+/// A JSON body of at most `LIMIT` bytes, parsed into `T`.
+///
+/// Errors: wrong Content-Type → 415; too large → 413; malformed JSON, a wrong JSON type or a
+/// missing field → 400 naming the field. Values that parse but are invalid are the handler's
+/// business (422).
+#[derive(Debug)]
+pub struct ApiJson<T, const LIMIT: usize = JSON_LIMIT>(pub T);
+
+type Pending<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
+
+impl<T: DeserializeOwned + 'static, const LIMIT: usize> FromRequest for ApiJson<T, LIMIT> {
+    type Error = ApiError;
+    type Future = Pending<Self>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let checked = check_json_request(req, LIMIT);
+        let payload = payload.take();
+        Box::pin(async move {
+            let declared = checked?;
+            let bytes = read_body(payload, declared, LIMIT).await?;
+            parse_json(&bytes).map(ApiJson)
+        })
+    }
+}
+
+/// Checks Content-Type and the declared length before any byte is read.
+pub fn check_json_request(req: &HttpRequest, limit: usize) -> Result<Option<usize>, ApiError> {
+    if !is_json(req) {
+        return Err(ApiError::unsupported_media_type());
+    }
+    let declared = declared_length(req);
+    if declared.is_some_and(|length| length > limit) {
+        return Err(ApiError::payload_too_large(limit));
+    }
+    Ok(declared)
+}
+
+fn is_json(req: &HttpRequest) -> bool {
+    match req.mime_type() {
+        Ok(Some(mime)) => {
+            mime.type_() == "application"
+                && (mime.subtype() == "json" || mime.suffix().is_some_and(|s| s == "json"))
+        }
+        _ => false,
+    }
+}
+
+fn declared_length(req: &HttpRequest) -> Option<usize> {
+    req.headers()
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse().ok())
+}
+
+/// Reads the whole body, refusing more than `limit` bytes whatever the headers claimed.
+pub async fn read_body(
+    mut payload: Payload,
+    declared: Option<usize>,
+    limit: usize,
+) -> Result<Bytes, ApiError> {
+    let mut body = BytesMut::with_capacity(declared.unwrap_or(0).min(limit));
+    while let Some(chunk) = payload.next().await {
+        let chunk =
+            chunk.map_err(|_| ApiError::bad_request("The request body could not be read"))?;
+        if body.len() + chunk.len() > limit {
+            return Err(ApiError::payload_too_large(limit));
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body.freeze())
+}
+
+/// Parses JSON, naming the offending field on failure.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Err(ApiError::bad_request(
+            "The request body must be a JSON object",
+        ));
+    }
+    let mut deserializer = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
+        let field = error.path().to_string();
+        let inner = error.into_inner();
+        match inner.classify() {
+            serde_json::error::Category::Data if field != "." => {
+                ApiError::bad_request(format!("Invalid request body: {field}: {inner}"))
+                    .with_details(vec![idconsent_kernel::FieldError::new(
+                        field,
+                        inner.to_string(),
+                    )])
+            }
+            serde_json::error::Category::Data => {
+                ApiError::bad_request(format!("Invalid request body: {inner}"))
+            }
+            _ => malformed(&inner),
+        }
+    })?;
+    deserializer.end().map_err(|error| malformed(&error))?;
+    Ok(value)
+}
+
+fn malformed(error: &serde_json::Error) -> ApiError {
+    ApiError::bad_request(format!("Malformed JSON: {error}"))
+}
+
+/// The platform operator, authenticated by `Authorization: Bearer <IDC_ADMIN_TOKEN>`.
+#[derive(Debug, Clone, Copy)]
+pub struct Operator;
+
+impl FromRequest for Operator {
+    type Error = ApiError;
+    type Future = std::future::Ready<Result<Self, ApiError>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        std::future::ready(authenticate_operator(req))
+    }
+}
+
+fn authenticate_operator(req: &HttpRequest) -> Result<Operator, ApiError> {
+    let context = req
+        .app_data::<web::Data<AppContext>>()
+        .ok_or_else(|| ApiError::internal("application context missing"))?;
+    let presented =
+        bearer_token(req).ok_or_else(|| ApiError::unauthorized("Missing bearer token"))?;
+    let expected = context.config.admin_token.expose_secret().as_bytes();
+    if bool::from(presented.as_bytes().ct_eq(expected)) {
+        Ok(Operator)
+    } else {
+        Err(ApiError::unauthorized("Invalid operator token"))
+    }
+}
+
+/// The token of an `Authorization: Bearer …` header.
+pub fn bearer_token(req: &HttpRequest) -> Option<&str> {
+    let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("bearer") && !token.trim().is_empty()).then(|| token.trim())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, serde::Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    #[allow(dead_code)]
+    struct Create {
+        client_id: String,
+        transaction: Transaction,
+    }
+
+    #[derive(Debug, serde::Deserialize)]
+    #[allow(dead_code)]
+    struct Transaction {
+        amount: f64,
+    }
+
+    fn message_of(bytes: &[u8]) -> String {
+        let error = parse_json::<Create>(bytes).unwrap_err();
+        assert_eq!(error.body().code, 400);
+        error.body().message
+    }
+
+    #[test]
+    fn names_the_field_with_the_wrong_type() {
+        let error = parse_json::<Create>(br#"{"clientId":"x","transaction":{"amount":"ten"}}"#)
+            .unwrap_err();
+        let body = error.body();
+        assert_eq!(body.details[0].field, "transaction.amount");
+        assert!(body.message.contains("invalid type"), "{}", body.message);
+    }
+
+    #[test]
+    fn reports_missing_fields_and_malformed_json() {
+        assert!(
+            message_of(br#"{"transaction":{"amount":1}}"#).contains("missing field `clientId`")
+        );
+        assert!(
+            message_of(br#"{"clientId":"x","transaction":{"amo"#).starts_with("Malformed JSON")
+        );
+        assert!(message_of(b"").contains("must be a JSON object"));
+        assert!(
+            message_of(br#"{"clientId":"x","transaction":{"amount":1}} trailing"#)
+                .starts_with("Malformed JSON")
+        );
+    }
+
+    #[test]
+    fn refuses_nesting_deeper_than_128() {
+        let deep = format!("{}{}", "[".repeat(200), "]".repeat(200));
+        let error = parse_json::<serde_json::Value>(deep.as_bytes()).unwrap_err();
+        assert_eq!(error.body().code, 400);
+        assert!(
+            error.body().message.contains("recursion limit"),
+            "{}",
+            error.body().message
+        );
+    }
+}

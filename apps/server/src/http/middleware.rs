@@ -1,0 +1,116 @@
+//! The one middleware every request passes: request id, tracing span, access log, metrics, and
+//! the error envelope for failures that actix produced itself.
+
+use std::time::Instant;
+
+use actix_web::body::{BoxBody, MessageBody};
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::middleware::Next;
+use actix_web::{ResponseError, web};
+use idconsent_kernel::id::Entropy;
+use tracing::Instrument;
+
+use crate::context::AppContext;
+use crate::http::error::ApiError;
+
+pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
+
+pub async fn request_context(
+    req: ServiceRequest,
+    next: Next<impl MessageBody + 'static>,
+) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
+    let started = Instant::now();
+    let context = req.app_data::<web::Data<AppContext>>().cloned();
+    let request_id = req
+        .headers()
+        .get(&REQUEST_ID)
+        .and_then(|value| value.to_str().ok())
+        .filter(|id| is_acceptable_request_id(id))
+        .map(str::to_owned)
+        .unwrap_or_else(|| match &context {
+            Some(context) => format!("req_{}", context.ids.body(Entropy::Sortable)),
+            None => "req_unknown".to_owned(),
+        });
+    let method = req.method().clone();
+    let span = tracing::info_span!(
+        "request",
+        request.id = %request_id,
+        http.method = %method,
+        http.route = tracing::field::Empty,
+        http.status = tracing::field::Empty,
+    );
+    // Handlers and extractors turn their errors into responses themselves; an `Err` here could
+    // only come from a middleware further in, and none of ours fails.
+    let response = next.call(req).instrument(span.clone()).await?;
+    let mut response = ensure_error_envelope(response.map_into_boxed_body());
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID, value);
+    }
+
+    let status = response.status().as_u16();
+    let route = response
+        .request()
+        .match_pattern()
+        .unwrap_or_else(|| "unmatched".to_owned());
+    let elapsed = started.elapsed();
+    if let Some(context) = &context {
+        context
+            .metrics
+            .observe(method.as_str(), &route, status, elapsed.as_secs_f64());
+    }
+    span.record("http.route", route.as_str());
+    span.record("http.status", status);
+    let _entered = span.enter();
+    tracing::info!(
+        latency_ms = elapsed.as_secs_f64() * 1_000.0,
+        "request finished"
+    );
+    Ok(response)
+}
+
+/// Client ids are echoed only when they are short and made of safe characters.
+fn is_acceptable_request_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+}
+
+/// Failures produced outside our handlers (actix's 404 for undecodable paths, payload errors)
+/// get the same JSON envelope as ours.
+fn ensure_error_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|value| value.to_str().ok())
+        .is_some_and(|value| value.starts_with("application/json"));
+    if status.as_u16() < 400 || is_json {
+        return response;
+    }
+    let (request, original) = response.into_parts();
+    let mut replacement = ApiError::for_status(status).error_response();
+    for (name, value) in original.headers() {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            replacement
+                .headers_mut()
+                .insert(name.clone(), value.clone());
+        }
+    }
+    ServiceResponse::new(request, replacement)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_safe_request_ids_are_echoed() {
+        assert!(is_acceptable_request_id("req_01JDKX-abc.def:1"));
+        assert!(!is_acceptable_request_id(""));
+        assert!(!is_acceptable_request_id("with space"));
+        assert!(!is_acceptable_request_id("<script>"));
+        assert!(!is_acceptable_request_id(&"a".repeat(129)));
+    }
+}

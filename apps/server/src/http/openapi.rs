@@ -1,0 +1,110 @@
+//! The OpenAPI 3.1 document, generated from the handlers' annotations, and what is derived from
+//! it: the rendered reference at `/docs` and the route table that tells 404 from 405.
+
+use actix_web::App;
+use actix_web::dev::ResourceDef;
+use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_actix_web::AppExt;
+
+use crate::config::Mode;
+use crate::http::error::{ErrorBody, FieldErrorBody};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "idconsent API",
+        description = "Identity consent and verification: consent sessions approved with passkeys, \
+                       OAuth with PKCE and verified claims, merchant onboarding, and signed webhooks. \
+                       Errors use one envelope: `{code, error: true, type, message, details?}`.",
+        license(name = "Apache-2.0"),
+    ),
+    components(schemas(ErrorBody, FieldErrorBody)),
+    modifiers(&SecuritySchemes),
+    tags(
+        (name = "system", description = "Health, readiness, metrics and this document"),
+        (name = "notifications", description = "Outgoing SMS and email"),
+    )
+)]
+struct ApiDoc;
+
+struct SecuritySchemes;
+
+impl Modify for SecuritySchemes {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "operatorToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some("The platform operator's IDC_ADMIN_TOKEN."))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "signedRequest",
+            SecurityScheme::ApiKey(ApiKey::Header(ApiKeyValue::with_description(
+                "X-API-Key",
+                "The application's API key, with X-Timestamp (milliseconds since the epoch) and \
+                 X-Signature: lowercase hex HMAC-SHA256, keyed by the application secret, of \
+                 `apiKey:timestamp:rawBody` (rawBody empty when there is no body).",
+            ))),
+        );
+    }
+}
+
+/// The API document and what is derived from it, built once at start.
+#[derive(Debug)]
+pub struct ApiDocs {
+    pub json: String,
+    pub html: String,
+    routes: Vec<(ResourceDef, Vec<&'static str>)>,
+}
+
+impl ApiDocs {
+    pub fn build(mode: Mode) -> Self {
+        let (_, document) = App::new()
+            .into_utoipa_app()
+            .openapi(ApiDoc::openapi())
+            .configure(|config| super::routes(config, mode))
+            .split_for_parts();
+        let routes = document
+            .paths
+            .paths
+            .iter()
+            .map(|(path, item)| {
+                let methods = [
+                    ("GET", item.get.is_some()),
+                    ("POST", item.post.is_some()),
+                    ("PUT", item.put.is_some()),
+                    ("PATCH", item.patch.is_some()),
+                    ("DELETE", item.delete.is_some()),
+                ]
+                .into_iter()
+                .filter_map(|(method, present)| present.then_some(method))
+                .collect();
+                (ResourceDef::new(path.as_str()), methods)
+            })
+            .collect();
+        let value = serde_json::to_value(&document).unwrap_or_default();
+        Self {
+            json: serde_json::to_string_pretty(&value).unwrap_or_default(),
+            html: super::reference::render(&value),
+            routes,
+        }
+    }
+
+    /// Methods served at `path`; empty when no route matches it at all.
+    pub fn allowed_methods(&self, path: &str) -> Vec<&'static str> {
+        let mut methods: Vec<&'static str> = self
+            .routes
+            .iter()
+            .filter(|(pattern, _)| pattern.is_match(path))
+            .flat_map(|(_, methods)| methods.iter().copied())
+            .collect();
+        methods.sort_unstable();
+        methods.dedup();
+        methods
+    }
+}

@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+
+pub mod cli;
+pub mod config;
+pub mod context;
+pub mod http;
+pub mod server;
+mod telemetry;
+mod workers;
+
+pub use config::{Config, Mode, Settings};
+pub use server::{RunningServer, StartError, start};

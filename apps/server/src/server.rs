@@ -1,0 +1,151 @@
+//! Starting and stopping the service: database, wiring, HTTP server, background workers.
+
+use std::net::{SocketAddr, TcpListener};
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::ServerHandle;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+use idconsent_store_diesel::Db;
+use secrecy::ExposeSecret;
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use utoipa_actix_web::AppExt;
+
+use crate::config::Config;
+use crate::context::{AppContext, WiringError};
+use crate::http;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("database: {0}")]
+    Database(#[from] idconsent_store_diesel::OpenError),
+    #[error("configuration: {0}")]
+    Wiring(#[from] WiringError),
+    #[error("cannot listen on {bind}: {source}")]
+    Bind {
+        bind: String,
+        source: std::io::Error,
+    },
+    #[error("start-up was interrupted")]
+    Interrupted,
+}
+
+/// A started service.
+#[derive(Debug)]
+pub struct RunningServer {
+    addr: SocketAddr,
+    handle: ServerHandle,
+    http: JoinHandle<std::io::Result<()>>,
+    shutdown: watch::Sender<bool>,
+    workers: Vec<JoinHandle<()>>,
+}
+
+/// Opens and migrates the database, wires the service and starts serving. Returns once the
+/// listener is bound.
+pub async fn start(config: Config) -> Result<RunningServer, StartError> {
+    let database_url = config.database_url.expose_secret().to_owned();
+    let db_options = config.db.clone();
+    let db = tokio::task::spawn_blocking(move || -> Result<Db, StartError> {
+        let db = Db::open(&database_url, &db_options)?;
+        let applied = db.migrate()?;
+        if !applied.is_empty() {
+            tracing::info!(migrations = ?applied, "migrations applied");
+        }
+        Ok(db)
+    })
+    .await
+    .map_err(|_| StartError::Interrupted)??;
+
+    let listener = TcpListener::bind(&config.bind).map_err(|source| StartError::Bind {
+        bind: config.bind.clone(),
+        source,
+    })?;
+    let addr = listener.local_addr().map_err(|source| StartError::Bind {
+        bind: config.bind.clone(),
+        source,
+    })?;
+    let workers = config.http_workers;
+    let handle_signals = config.handle_signals;
+    let mode = config.mode;
+    let context = Arc::new(AppContext::build(config, db)?);
+    tracing::info!(
+        address = %addr,
+        database = context.db.backend().as_str(),
+        mode = ?mode,
+        notifications = ?context.dispatcher.transport_names(),
+        "idconsent listening"
+    );
+
+    let app_context = web::Data::from(context.clone());
+    let mut server = HttpServer::new(move || {
+        App::new()
+            .app_data(app_context.clone())
+            .configure(http::extractor_configs)
+            .wrap(from_fn(http::middleware::request_context))
+            .into_utoipa_app()
+            .configure(|config| http::routes(config, mode))
+            .into_app()
+            .default_service(web::to(http::fallback))
+    })
+    .workers(workers)
+    .shutdown_timeout(10)
+    .listen(listener)
+    .map_err(|source| StartError::Bind {
+        bind: addr.to_string(),
+        source,
+    })?;
+    if !handle_signals {
+        server = server.disable_signals();
+    }
+    let server = server.run();
+    let handle = server.handle();
+    let http = tokio::spawn(server);
+
+    let (shutdown, shutdown_receiver) = watch::channel(false);
+    let workers = crate::workers::spawn_all(&context, &shutdown_receiver);
+    Ok(RunningServer {
+        addr,
+        handle,
+        http,
+        shutdown,
+        workers,
+    })
+}
+
+impl RunningServer {
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Stops accepting, lets in-flight requests finish, then stops the workers.
+    pub async fn stop(self) {
+        self.handle.stop(true).await;
+        self.wait().await;
+    }
+
+    /// Waits until the HTTP server stops (on SIGTERM or SIGINT), then stops the workers.
+    pub async fn wait(self) {
+        match self.http.await {
+            Ok(Ok(())) => {}
+            Ok(Err(error)) => tracing::error!(error = %error, "HTTP server failed"),
+            Err(error) => tracing::error!(error = %error, "HTTP server task failed"),
+        }
+        let _ = self.shutdown.send(true);
+        for worker in self.workers {
+            if tokio::time::timeout(Duration::from_secs(10), worker)
+                .await
+                .is_err()
+            {
+                tracing::warn!("a background worker did not stop within 10 s");
+            }
+        }
+        tracing::info!("idconsent stopped");
+    }
+}

@@ -1,0 +1,29 @@
+# Common tasks. `just --list` shows them; each is a plain command you can also type yourself.
+
+pg_url := env_var_or_default("IDC_TEST_DATABASE_URL", "postgres://postgres@127.0.0.1:5432/test")
+
+# Run the service on the embedded SQLite database in ./data (dev mode).
+run:
+    cargo run -p idconsent-server --bin idconsent -- serve
+
+# All tests; the PostgreSQL half skips with a note unless IDC_TEST_DATABASE_URL is set.
+test:
+    cargo test --workspace
+
+# All tests with PostgreSQL required.
+test-pg:
+    IDC_TEST_DATABASE_URL={{pg_url}} REQUIRE_BACKENDS=sqlite,postgres cargo test --workspace
+
+# Format check, clippy with warnings as errors, and the dependency rule.
+lint:
+    cargo fmt --all --check
+    cargo clippy --all-targets -- -D warnings
+    bash .ci/check-dependency-rule
+
+# Criterion benchmarks (figures go to docs/performance.md).
+bench:
+    cargo bench --workspace
+
+# What CI runs.
+ci:
+    bash .ci/run

@@ -1,0 +1,128 @@
+//! Test harness: [`TestApp`] starts the real service on a free port with a fresh database and
+//! talks to it over HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+pub use idconsent_store_diesel::Backend;
+use idconsent_store_diesel::testing::TestDatabase;
+use reqwest::{Method, Response};
+use serde_json::Value;
+
+/// A running service with its own database and data directory.
+#[allow(missing_debug_implementations)]
+pub struct TestApp {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub backend: Backend,
+    server: Option<idconsent_server::RunningServer>,
+    _database: TestDatabase,
+    _data_dir: tempfile::TempDir,
+}
+
+impl TestApp {
+    /// Starts the service on `backend`, or `None` when that backend is skipped here.
+    pub async fn start(backend: Backend) -> Option<Self> {
+        Self::start_with(backend, |_| {}).await
+    }
+
+    /// Like [`TestApp::start`], with a chance to adjust the configuration.
+    pub async fn start_with(
+        backend: Backend,
+        adjust: impl FnOnce(&mut idconsent_server::Config),
+    ) -> Option<Self> {
+        let database = TestDatabase::of(backend)?;
+        let data_dir = tempfile::tempdir().unwrap();
+        let mut config = idconsent_server::Config::for_tests(
+            PathBuf::from(data_dir.path()),
+            database.url.clone(),
+        );
+        adjust(&mut config);
+        let server = idconsent_server::start(config).await.unwrap();
+        Some(Self {
+            base: server.url(),
+            client: reqwest::Client::builder().build().unwrap(),
+            backend,
+            server: Some(server),
+            _database: database,
+            _data_dir: data_dir,
+        })
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    pub async fn get(&self, path: &str) -> Response {
+        self.client.get(self.url(path)).send().await.unwrap()
+    }
+
+    pub async fn request(&self, method: Method, path: &str) -> reqwest::RequestBuilder {
+        self.client.request(method, self.url(path))
+    }
+
+    pub async fn post_json(&self, path: &str, body: &Value) -> Response {
+        self.client
+            .post(self.url(path))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub fn admin_token(&self) -> &'static str {
+        "test-admin-token-0123456789abcdef"
+    }
+
+    pub async fn stop(mut self) {
+        if let Some(server) = self.server.take() {
+            server.stop().await;
+        }
+    }
+}
+
+/// Reads a response as JSON, asserting its status first.
+pub async fn json(response: Response, status: u16) -> Value {
+    let actual = response.status().as_u16();
+    let text = response.text().await.unwrap();
+    assert_eq!(actual, status, "unexpected status; body: {text}");
+    serde_json::from_str(&text).unwrap_or_else(|_| panic!("not JSON: {text}"))
+}
+
+/// Asserts the error envelope of CONTRACT §1.
+pub async fn error(response: Response, status: u16, kind: &str) -> Value {
+    let body = json(response, status).await;
+    assert_eq!(body["code"], status, "{body}");
+    assert_eq!(body["error"], true, "{body}");
+    assert_eq!(body["type"], kind, "{body}");
+    assert!(
+        body["message"].as_str().is_some_and(|m| !m.is_empty()),
+        "{body}"
+    );
+    body
+}
+
+/// Runs an async test function on SQLite and on PostgreSQL (skipped locally without
+/// `IDC_TEST_DATABASE_URL`, required under CI).
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    if let Some(app) = $crate::TestApp::start($crate::Backend::Sqlite).await {
+                        super::$name(app).await;
+                    }
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    if let Some(app) = $crate::TestApp::start($crate::Backend::Postgres).await {
+                        super::$name(app).await;
+                    }
+                }
+            }
+        )*
+    };
+}
