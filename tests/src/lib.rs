@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod scenario;
+
 pub use idconsent_store_diesel::Backend;
 use idconsent_store_diesel::testing::TestDatabase;
 use reqwest::{Method, Response};
@@ -49,6 +51,11 @@ impl TestApp {
         })
     }
 
+    /// The database this app runs on (for a second process on the same data).
+    pub fn database_url(&self) -> &str {
+        &self._database.url
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
@@ -72,6 +79,16 @@ impl TestApp {
 
     pub fn admin_token(&self) -> &'static str {
         "test-admin-token-0123456789abcdef"
+    }
+
+    /// Another server process on the same database (same keys): for behaviour that must hold
+    /// across processes.
+    pub async fn second_server(&self) -> idconsent_server::RunningServer {
+        let config = idconsent_server::Config::for_tests(
+            PathBuf::from(self._data_dir.path()),
+            self._database.url.clone(),
+        );
+        idconsent_server::start(config).await.unwrap()
     }
 
     pub async fn stop(mut self) {

@@ -30,6 +30,38 @@ pub enum Command {
     Serve,
     /// Apply pending database migrations and exit.
     Migrate,
+    /// Platform operator tasks, the same as the `/v1/admin/…` endpoints.
+    #[command(subcommand)]
+    Admin(AdminCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Merchant accounts and the go-live review.
+    #[command(subcommand)]
+    Merchants(MerchantCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MerchantCommand {
+    /// List merchants, newest first.
+    List {
+        /// onboarding, in_review, live or rejected
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        page: i64,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+    /// Approve a merchant in review: live keys for every application.
+    Approve { id: String },
+    /// Reject a merchant in review with a reason that is emailed to them.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
 }
 
 pub fn main() -> ExitCode {
@@ -58,6 +90,7 @@ pub fn main() -> ExitCode {
     let outcome = match cli.command.unwrap_or(Command::Serve) {
         Command::Serve => runtime.block_on(serve(config)),
         Command::Migrate => migrate(&config),
+        Command::Admin(command) => runtime.block_on(crate::admin::run(config, command)),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -20,6 +20,15 @@ pub enum Mode {
     Production,
 }
 
+/// Which corporate registry checks business registrations.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RegistryKind {
+    /// A test registry: every number matches except `000000000`.
+    Sandbox,
+    /// A provider over HTTP (`IDC_REGISTRY_URL`).
+    Http,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
     /// Readable lines for a terminal.
@@ -114,6 +123,33 @@ pub struct Settings {
     )]
     pub smtp_from: String,
 
+    /// Base URL of the merchant dashboard, used in emailed links (default: the base URL).
+    #[arg(long, env = "IDC_DASHBOARD_URL", global = true)]
+    pub dashboard_url: Option<String>,
+
+    /// Allow callback URLs on private, loopback and link-local hosts (default: true in dev,
+    /// false in production).
+    #[arg(long, env = "IDC_ALLOW_PRIVATE_CALLBACKS", global = true)]
+    pub allow_private_callbacks: Option<bool>,
+
+    /// The corporate registry: `sandbox` (a test registry; see docs) or `http`.
+    #[arg(
+        long,
+        env = "IDC_REGISTRY",
+        value_enum,
+        default_value = "sandbox",
+        global = true
+    )]
+    pub registry: RegistryKind,
+
+    /// The registry provider's endpoint when `IDC_REGISTRY=http`.
+    #[arg(long, env = "IDC_REGISTRY_URL", global = true)]
+    pub registry_url: Option<String>,
+
+    /// One header sent to the registry provider, e.g. `Authorization: Bearer abc`.
+    #[arg(long, env = "IDC_REGISTRY_AUTH_HEADER", value_parser = secret, hide_env_values = true, global = true)]
+    pub registry_auth_header: Option<SecretString>,
+
     /// HTTP SMS gateway endpoint (receives `POST {"to", "body"}`).
     #[arg(long, env = "IDC_SMS_GATEWAY_URL", global = true)]
     pub sms_gateway_url: Option<String>,
@@ -167,6 +203,16 @@ pub struct SmsSettings {
     pub auth_header: Option<SecretString>,
 }
 
+/// The corporate registry to use.
+#[derive(Debug, Clone)]
+pub enum RegistrySettings {
+    Sandbox,
+    Http {
+        url: String,
+        auth_header: Option<SecretString>,
+    },
+}
+
 /// Checked configuration, ready to wire the service.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -183,6 +229,10 @@ pub struct Config {
     pub db: DbOptions,
     pub smtp: Option<SmtpSettings>,
     pub sms: Option<SmsSettings>,
+    /// Base URL of emailed dashboard links, without a trailing slash.
+    pub dashboard_url: String,
+    pub allow_private_callbacks: bool,
+    pub registry: RegistrySettings,
     /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
     /// tests are stopped through their handle instead.
     pub handle_signals: bool,
@@ -204,6 +254,10 @@ pub enum ConfigError {
     BaseUrl,
     #[error("IDC_BIND must be host:port")]
     Bind,
+    #[error("IDC_DASHBOARD_URL must be an absolute http(s) URL without query or fragment")]
+    DashboardUrl,
+    #[error("IDC_REGISTRY=http needs IDC_REGISTRY_URL")]
+    RegistryUrl,
     #[error("cannot use the data directory {path}: {source}")]
     DataDir {
         path: String,
@@ -222,6 +276,17 @@ impl Settings {
                 .unwrap_or_else(|| format!("http://{}", self.bind)),
         )?;
         let production = self.mode == Mode::Production;
+        let dashboard_url = match self.dashboard_url {
+            Some(url) => normalise_base_url(url).map_err(|_| ConfigError::DashboardUrl)?,
+            None => base_url.clone(),
+        };
+        let registry = match self.registry {
+            RegistryKind::Sandbox => RegistrySettings::Sandbox,
+            RegistryKind::Http => RegistrySettings::Http {
+                url: self.registry_url.ok_or(ConfigError::RegistryUrl)?,
+                auth_header: self.registry_auth_header,
+            },
+        };
         let master_key = match self.master_key {
             Some(text) => MasterKey::parse(text.expose_secret())?,
             None if production => return Err(ConfigError::RequiredInProduction("IDC_MASTER_KEY")),
@@ -263,6 +328,9 @@ impl Settings {
                 url,
                 auth_header: self.sms_gateway_auth_header,
             }),
+            dashboard_url,
+            allow_private_callbacks: self.allow_private_callbacks.unwrap_or(!production),
+            registry,
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
         })
@@ -290,6 +358,9 @@ impl Config {
             },
             smtp: None,
             sms: None,
+            dashboard_url: "http://dashboard.test".into(),
+            allow_private_callbacks: true,
+            registry: RegistrySettings::Sandbox,
             handle_signals: false,
             worker_poll_interval: Duration::from_millis(100),
         }

@@ -2,16 +2,29 @@
 
 use std::sync::Arc;
 
-use idconsent_kernel::{Clock, IdGenerator, OsRandom, RandomSource, SystemClock, UlidGenerator};
+use idconsent_auth_hmac::HmacRequestSignatures;
+use idconsent_blob_fs::FsBlobStore;
+use idconsent_jose::HmacSessionTokens;
+use idconsent_kernel::{
+    Clock, IdGenerator, KeyedHash, OsRandom, RandomSource, SecretVault, SystemClock, UlidGenerator,
+};
+use idconsent_merchant::ports::BusinessRegistry;
+use idconsent_merchant::{
+    ApiAccess, Idempotency, MerchantPorts, MerchantService, MerchantSettings,
+};
 use idconsent_notification::{
     Channel, Dispatcher, MessageStore, MessageTransport, Notifier, Nudge, RetryPolicy,
 };
 use idconsent_notify::{DevMailbox, HttpSms, HttpSmsConfig, SmtpEmail};
-use idconsent_store_diesel::{Db, DieselMessageStore};
+use idconsent_password_argon2::Argon2Passwords;
+use idconsent_registry::{HttpRegistry, SandboxRegistry};
+use idconsent_store_diesel::{Db, DieselDeliveryStore, DieselMerchantStore, DieselMessageStore};
+use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
+use idconsent_webhook::DeliveryStore;
 use secrecy::ExposeSecret;
 use tokio::sync::Notify;
 
-use crate::config::{Config, Mode};
+use crate::config::{Config, Mode, RegistrySettings};
 use crate::http::metrics::Metrics;
 use crate::http::openapi::ApiDocs;
 
@@ -26,6 +39,14 @@ pub struct AppContext {
     pub messages: Arc<dyn MessageStore>,
     pub notifier: Arc<Notifier>,
     pub dispatcher: Arc<Dispatcher>,
+    pub vault: Arc<dyn SecretVault>,
+    pub hasher: Arc<dyn KeyedHash>,
+    pub merchants: Arc<MerchantService>,
+    pub access: Arc<ApiAccess>,
+    pub idempotency: Arc<Idempotency>,
+    pub deliveries: Arc<dyn DeliveryStore>,
+    /// Forgets expired replay fingerprints and idempotency keys.
+    pub merchant_store: Arc<DieselMerchantStore>,
     pub metrics: Arc<Metrics>,
     pub docs: Arc<ApiDocs>,
     pub wake: Wake,
@@ -52,6 +73,12 @@ pub enum WiringError {
     Smtp(#[from] idconsent_notify::SmtpConfigError),
     #[error(transparent)]
     Sms(#[from] idconsent_notify::HttpSmsConfigError),
+    #[error("registry: {0}")]
+    Registry(#[from] idconsent_registry::InvalidRegistryConfig),
+    #[error("session tokens: {0}")]
+    Tokens(#[from] idconsent_merchant::ports::TokenError),
+    #[error("password hashing: {0}")]
+    Passwords(#[from] idconsent_merchant::ports::PasswordError),
 }
 
 impl AppContext {
@@ -75,16 +102,69 @@ impl AppContext {
             RetryPolicy::default(),
         ));
 
+        let master = MasterKey::new(*config.master_key.as_bytes());
+        let vault: Arc<dyn SecretVault> = Arc::new(AesGcmVault::new(&master));
+        let hasher: Arc<dyn KeyedHash> = Arc::new(HmacKeyedHash::new(&master));
+        let merchant_store = Arc::new(DieselMerchantStore::new(db.clone()));
+        let registry: Arc<dyn BusinessRegistry> = match &config.registry {
+            RegistrySettings::Sandbox => Arc::new(SandboxRegistry),
+            RegistrySettings::Http { url, auth_header } => Arc::new(HttpRegistry::new(
+                url,
+                auth_header.as_ref().map(|header| header.expose_secret()),
+            )?),
+        };
+        let merchants = Arc::new(MerchantService::new(
+            MerchantPorts {
+                merchants: merchant_store.clone(),
+                team: merchant_store.clone(),
+                codes: merchant_store.clone(),
+                applications: merchant_store.clone(),
+                registry,
+                passwords: Arc::new(Argon2Passwords::new()?),
+                tokens: Arc::new(HmacSessionTokens::new(
+                    &master.derive("merchant-session/hs256"),
+                )?),
+                vault: vault.clone(),
+                hasher: hasher.clone(),
+                blobs: Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
+                notifications: notifier.clone(),
+                clock: clock.clone(),
+                ids: ids.clone(),
+                random: random.clone(),
+            },
+            MerchantSettings::new(config.dashboard_url.clone(), config.allow_private_callbacks),
+        ));
+        let access = Arc::new(ApiAccess::new(
+            merchant_store.clone(),
+            vault.clone(),
+            hasher.clone(),
+            Arc::new(HmacRequestSignatures),
+            merchant_store.clone(),
+            clock.clone(),
+        ));
+        let idempotency = Arc::new(Idempotency::new(
+            merchant_store.clone(),
+            hasher.clone(),
+            clock.clone(),
+        ));
+
         Ok(Self {
             docs: Arc::new(ApiDocs::build(config.mode)),
             config: Arc::new(config),
-            db,
+            db: db.clone(),
             clock,
             ids,
             random,
             messages,
             notifier,
             dispatcher,
+            vault,
+            hasher,
+            merchants,
+            access,
+            idempotency,
+            merchant_store,
+            deliveries: Arc::new(DieselDeliveryStore::new(db.clone())),
             metrics: Arc::new(Metrics::new()),
             wake,
         })

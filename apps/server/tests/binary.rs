@@ -147,3 +147,64 @@ fn an_unreachable_database_fails_start_up_with_a_clear_message() {
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("unsupported database URL"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_admin_commands_review_merchants_like_the_api() {
+    use idconsent_e2e::{Backend, TestApp};
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let merchant = app.register_merchant().await;
+    app.complete_onboarding(&merchant).await;
+    let submitted = app
+        .as_merchant(
+            reqwest::Method::POST,
+            "/v1/merchants/go-live",
+            &merchant.token,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(submitted.status(), 202);
+
+    let dir = tempfile::tempdir().unwrap();
+    let admin = |args: &[&str]| {
+        let output = idconsent(dir.path(), app.database_url())
+            .env(
+                "IDC_MASTER_KEY",
+                "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+            )
+            .arg("admin")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap()
+    };
+    let queue = admin(&["merchants", "list", "--status", "in_review"]);
+    assert!(
+        queue.contains(&merchant.id) && queue.contains("in_review"),
+        "{queue}"
+    );
+    let approved = admin(&["merchants", "approve", &merchant.id]);
+    assert!(
+        approved.starts_with("approved:") && approved.contains("live"),
+        "{approved}"
+    );
+
+    let me = app
+        .as_merchant(reqwest::Method::GET, "/v1/merchants/me", &merchant.token)
+        .send()
+        .await
+        .unwrap()
+        .json::<serde_json::Value>()
+        .await
+        .unwrap();
+    assert_eq!(me["data"]["merchant"]["status"], "live");
+    // The approval email went into the outbox; the running server delivers it.
+    let email = app.last_message(&merchant.email).await;
+    assert!(email["subject"].as_str().unwrap().contains("live"));
+    app.stop().await;
+}

@@ -54,7 +54,7 @@ pub trait IdGenerator: Send + Sync + fmt::Debug {
     fn body(&self, entropy: Entropy) -> String;
 }
 
-impl dyn IdGenerator {
+impl dyn IdGenerator + '_ {
     /// A fresh id of type `T`: `ids.next::<SessionId>()`.
     pub fn next<T: TypedId>(&self) -> T {
         let body = self.body(T::ENTROPY);

@@ -1,21 +1,29 @@
 #![doc = include_str!("../README.md")]
 
+pub mod blob;
 pub mod clock;
 pub mod date;
 pub mod email;
+pub mod environment;
 pub mod error;
 pub mod id;
 pub mod money;
 pub mod page;
 pub mod phone;
 pub mod random;
+pub mod secrets;
+pub mod web_url;
 
+pub use blob::{BlobError, BlobStore};
 pub use clock::{Clock, ManualClock, SystemClock, Timestamp};
 pub use date::CalendarDate;
 pub use email::EmailAddress;
+pub use environment::{Environment, Intent};
 pub use error::{ErrorCategory, FieldError, ValidationErrors};
 pub use id::{IdGenerator, TypedId, UlidGenerator};
 pub use money::{Currency, Money};
 pub use page::{Page, PageRequest};
 pub use phone::PhoneNumber;
 pub use random::{OsRandom, RandomSource, SeededRandom};
+pub use secrets::{KeyedHash, Sealed, SecretVault, VaultError};
+pub use web_url::WebUrl;

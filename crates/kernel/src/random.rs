@@ -12,7 +12,7 @@ pub trait RandomSource: Send + Sync + fmt::Debug {
     fn fill(&self, dest: &mut [u8]);
 }
 
-impl dyn RandomSource {
+impl dyn RandomSource + '_ {
     pub fn bytes<const N: usize>(&self) -> [u8; N] {
         let mut buf = [0u8; N];
         self.fill(&mut buf);

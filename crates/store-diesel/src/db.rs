@@ -81,6 +81,17 @@ pub enum AnyConnection<'a> {
     Postgres(&'a mut PgConnection),
 }
 
+impl AnyConnection<'_> {
+    /// A shorter borrow of the same connection, so one transaction can hand it to several
+    /// helpers in turn.
+    pub fn reborrow(&mut self) -> AnyConnection<'_> {
+        match self {
+            AnyConnection::Sqlite(c) => AnyConnection::Sqlite(c),
+            AnyConnection::Postgres(c) => AnyConnection::Postgres(c),
+        }
+    }
+}
+
 impl fmt::Debug for AnyConnection<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {

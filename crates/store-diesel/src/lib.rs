@@ -14,14 +14,18 @@ pub(crate) use with_conn;
 
 mod db;
 mod error;
+mod merchant;
 mod migrations;
 mod notification;
 pub mod schema;
+mod webhook;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
 pub use db::{AnyConnection, Backend, Db, DbOptions};
 pub use error::{DbError, OpenError};
+pub use merchant::DieselMerchantStore;
 pub use migrations::migration_names;
 pub use notification::DieselMessageStore;
+pub use webhook::DieselDeliveryStore;

@@ -18,3 +18,171 @@ diesel::table! {
         delivered_at -> Nullable<BigInt>,
     }
 }
+
+diesel::table! {
+    merchants (id) {
+        id -> Text,
+        business_name -> Text,
+        contact_name -> Text,
+        entity_type -> Text,
+        industry -> Text,
+        email -> Text,
+        phone -> Text,
+        email_verified_at -> Nullable<BigInt>,
+        phone_verified_at -> Nullable<BigInt>,
+        registered_name -> Text,
+        registration_number -> Text,
+        date_registered -> Text,
+        address -> Nullable<Text>,
+        usecase -> Nullable<Text>,
+        description -> Nullable<Text>,
+        identity_type -> Nullable<Text>,
+        identity_number -> Nullable<Text>,
+        registry_status -> Text,
+        registry_checked_at -> Nullable<BigInt>,
+        status -> Text,
+        submitted_at -> Nullable<BigInt>,
+        decided_at -> Nullable<BigInt>,
+        rejection_reason -> Nullable<Text>,
+        plan -> Text,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    merchant_users (id) {
+        id -> Text,
+        merchant_id -> Text,
+        email -> Text,
+        name -> Text,
+        role -> Text,
+        status -> Text,
+        password_hash -> Nullable<Text>,
+        failed_logins -> Integer,
+        locked_until -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    merchant_documents (id) {
+        id -> Text,
+        merchant_id -> Text,
+        document_type -> Text,
+        file_name -> Text,
+        format -> Text,
+        size -> BigInt,
+        sha256 -> Text,
+        blob_key -> Text,
+        status -> Text,
+        uploaded_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    one_time_codes (purpose, subject) {
+        purpose -> Text,
+        subject -> Text,
+        code_hash -> Text,
+        expires_at -> BigInt,
+        attempts_left -> Integer,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    applications (id) {
+        id -> Text,
+        merchant_id -> Text,
+        client_id -> Text,
+        name -> Text,
+        callback_url -> Text,
+        redirect_uris -> Text,
+        request_types -> Text,
+        secret -> Text,
+        webhook_secret -> Text,
+        previous_webhook_secret -> Nullable<Text>,
+        previous_webhook_secret_expires_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    api_credentials (id) {
+        id -> BigInt,
+        application_id -> Text,
+        environment -> Text,
+        key_hash -> Text,
+        key_sealed -> Text,
+        generated_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    request_fingerprints (fingerprint) {
+        fingerprint -> Text,
+        expires_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    idempotency_keys (scope, key) {
+        scope -> Text,
+        key -> Text,
+        request_hash -> Text,
+        state -> Text,
+        response_status -> Nullable<Integer>,
+        response_body -> Nullable<Binary>,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+    }
+}
+
+diesel::joinable!(api_credentials -> applications (application_id));
+diesel::joinable!(applications -> merchants (merchant_id));
+
+diesel::allow_tables_to_appear_in_same_query!(applications, api_credentials, merchants);
+
+diesel::table! {
+    webhook_events (id) {
+        id -> Text,
+        event_type -> Text,
+        application_id -> Text,
+        environment -> Text,
+        body -> Binary,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    webhook_deliveries (id) {
+        id -> Text,
+        event_id -> Text,
+        application_id -> Text,
+        environment -> Text,
+        url -> Text,
+        status -> Text,
+        next_attempt_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    webhook_attempts (id) {
+        id -> BigInt,
+        delivery_id -> Text,
+        attempted_at -> BigInt,
+        status_code -> Nullable<Integer>,
+        error -> Nullable<Text>,
+        duration_ms -> BigInt,
+    }
+}
+
+diesel::joinable!(webhook_deliveries -> webhook_events (event_id));
+diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
+
+diesel::allow_tables_to_appear_in_same_query!(webhook_events, webhook_deliveries, webhook_attempts);

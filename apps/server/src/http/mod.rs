@@ -1,14 +1,19 @@
 //! The HTTP layer: handlers translate HTTP to domain calls and back, nothing more.
 
+mod admin;
+mod applications;
+pub mod auth;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod merchants;
 pub mod metrics;
 pub mod middleware;
 mod notifications;
 pub mod openapi;
 mod reference;
 mod system;
+mod webhooks;
 
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -26,7 +31,11 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .service(system::metrics)
         .service(system::openapi_json)
         .service(system::docs)
-        .service(notifications::send_test_message);
+        .service(notifications::send_test_message)
+        .configure(merchants::routes)
+        .configure(applications::routes)
+        .configure(admin::routes)
+        .configure(webhooks::routes);
     // Development-only routes do not exist at all in production (404, absent from the docs).
     if mode == Mode::Dev {
         config.service(notifications::dev_messages);

@@ -23,6 +23,11 @@ use crate::http::error::{ErrorBody, FieldErrorBody};
     modifiers(&SecuritySchemes),
     tags(
         (name = "system", description = "Health, readiness, metrics and this document"),
+        (name = "merchants", description = "Merchant registration, verification, profile, documents and go-live (merchant JWT)"),
+        (name = "team", description = "Team members and invitations (merchant JWT)"),
+        (name = "applications", description = "Applications and their API credentials (merchant JWT)"),
+        (name = "admin", description = "The platform operator's review (operator token)"),
+        (name = "webhooks", description = "Signed webhook deliveries (signed API-key requests)"),
         (name = "notifications", description = "Outgoing SMS and email"),
     )
 )]
@@ -39,6 +44,18 @@ impl Modify for SecuritySchemes {
                 HttpBuilder::new()
                     .scheme(HttpAuthScheme::Bearer)
                     .description(Some("The platform operator's IDC_ADMIN_TOKEN."))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "merchantJwt",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "A merchant session token from register, login or accepting an invitation (1 hour).",
+                    ))
                     .build(),
             ),
         );

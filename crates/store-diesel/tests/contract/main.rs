@@ -1,5 +1,7 @@
 //! Port contract suites and schema checks, on SQLite always and PostgreSQL when configured.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod merchant;
 mod migrations;
 mod notification;
+mod webhook;

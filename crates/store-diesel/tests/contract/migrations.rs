@@ -14,13 +14,35 @@ fn both_backends_have_the_same_migration_names() {
 /// Selects every column of every table, with no rows: a column renamed in a migration but not
 /// in `schema.rs` (or the other way round) fails here.
 macro_rules! select_all_columns {
-    ($conn:expr) => {{
+    ($conn:expr; $($table:ident),+ $(,)?) => {{
         use diesel::QueryDsl;
-        schema::outgoing_messages::table
-            .select(schema::outgoing_messages::all_columns)
-            .limit(0)
-            .execute($conn)?;
+        $(
+            schema::$table::table
+                .select(schema::$table::all_columns)
+                .limit(0)
+                .execute($conn)?;
+        )+
     }};
+}
+
+/// Every table, in migration order.
+macro_rules! select_every_table {
+    ($conn:expr) => {
+        select_all_columns!($conn;
+            outgoing_messages,
+            merchants,
+            merchant_users,
+            merchant_documents,
+            one_time_codes,
+            applications,
+            api_credentials,
+            request_fingerprints,
+            idempotency_keys,
+            webhook_events,
+            webhook_deliveries,
+            webhook_attempts,
+        )
+    };
 }
 
 /// Every table of `schema.rs` can be read with all its columns from a freshly migrated database.
@@ -29,8 +51,8 @@ async fn schema_matches_migrations(database: TestDatabase) {
         .db
         .read(|conn| {
             match conn {
-                AnyConnection::Sqlite(c) => select_all_columns!(c),
-                AnyConnection::Postgres(c) => select_all_columns!(c),
+                AnyConnection::Sqlite(c) => select_every_table!(c),
+                AnyConnection::Postgres(c) => select_every_table!(c),
             }
             Ok(())
         })

@@ -1,0 +1,76 @@
+//! `idconsent admin …`: the operator's tasks from a shell, through the same domain services as
+//! `/v1/admin/…`. Messages they cause (approval emails) are queued in the outbox and delivered
+//! by the running server.
+
+use std::io::Write;
+
+use idconsent_kernel::PageRequest;
+use idconsent_merchant::model::Merchant;
+use idconsent_store_diesel::Db;
+use secrecy::ExposeSecret;
+
+use crate::cli::{AdminCommand, MerchantCommand};
+use crate::config::Config;
+use crate::context::AppContext;
+
+pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
+    let database_url = config.database_url.expose_secret().to_owned();
+    let db_options = config.db.clone();
+    let db = tokio::task::spawn_blocking(move || -> Result<Db, String> {
+        let db = Db::open(&database_url, &db_options).map_err(|e| e.to_string())?;
+        db.migrate().map_err(|e| e.to_string())?;
+        Ok(db)
+    })
+    .await
+    .map_err(|e| e.to_string())??;
+    let context = AppContext::build(config, db).map_err(|e| e.to_string())?;
+    let merchants = &context.merchants;
+    let mut out = std::io::stdout();
+    match command {
+        AdminCommand::Merchants(MerchantCommand::List {
+            status,
+            page,
+            limit,
+        }) => {
+            let page = PageRequest::new(Some(page), Some(limit)).map_err(|e| e.to_string())?;
+            let list = merchants
+                .list_merchants(status.as_deref(), page)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(
+                out,
+                "{:<32} {:<10} {:<24} EMAIL",
+                "ID", "STATUS", "BUSINESS"
+            );
+            for merchant in &list.items {
+                let _ = writeln!(out, "{}", line(merchant));
+            }
+            let _ = writeln!(out, "({} of {})", list.items.len(), list.total);
+        }
+        AdminCommand::Merchants(MerchantCommand::Approve { id }) => {
+            let merchant = merchants
+                .approve_merchant(&id)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(out, "approved: {}", line(&merchant));
+        }
+        AdminCommand::Merchants(MerchantCommand::Reject { id, reason }) => {
+            let merchant = merchants
+                .reject_merchant(&id, &reason)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(out, "rejected: {}", line(&merchant));
+        }
+    }
+    Ok(())
+}
+
+fn line(merchant: &Merchant) -> String {
+    format!(
+        "{:<32} {:<10} {:<24} {}",
+        merchant.id,
+        merchant.status.as_str(),
+        merchant.business_name.chars().take(24).collect::<String>(),
+        merchant.email
+    )
+}

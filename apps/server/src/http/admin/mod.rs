@@ -1,0 +1,13 @@
+//! The platform operator's endpoints (CONTRACT §2.3): `Authorization: Bearer <IDC_ADMIN_TOKEN>`.
+
+mod merchants;
+
+use utoipa_actix_web::service_config::ServiceConfig;
+
+pub fn routes(config: &mut ServiceConfig) {
+    config
+        .service(merchants::list)
+        .service(merchants::get)
+        .service(merchants::approve)
+        .service(merchants::reject);
+}

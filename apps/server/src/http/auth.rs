@@ -1,0 +1,220 @@
+//! Authentication extractors: `MerchantSession` (J), `Signed` (S). `Operator` lives in `extract`.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
+use bytes::Bytes;
+use idconsent_merchant::access::{AccessError, IdempotencyDecision, SignedHeaders};
+use idconsent_merchant::ports::StoredResponse;
+use idconsent_merchant::{Actor, Caller};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::context::AppContext;
+use crate::http::envelope::Envelope;
+use crate::http::error::ApiError;
+use crate::http::extract::{JSON_LIMIT, bearer_token, parse_json, read_body};
+
+type Pending<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
+
+fn context(req: &HttpRequest) -> Result<web::Data<AppContext>, ApiError> {
+    req.app_data::<web::Data<AppContext>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal("application context missing"))
+}
+
+/// A signed-in team member (`Authorization: Bearer <merchant JWT>`).
+#[derive(Debug, Clone)]
+pub struct MerchantSession(pub Actor);
+
+impl FromRequest for MerchantSession {
+    type Error = ApiError;
+    type Future = Pending<Self>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer_token(req).map(str::to_owned);
+        let context = context(req);
+        Box::pin(async move {
+            let context = context?;
+            let token = token.ok_or_else(|| ApiError::unauthorized("Missing bearer token"))?;
+            let actor = context.merchants.authenticate(&token).await?;
+            Ok(MerchantSession(actor))
+        })
+    }
+}
+
+pub const API_KEY: HeaderName = HeaderName::from_static("x-api-key");
+pub const TIMESTAMP: HeaderName = HeaderName::from_static("x-timestamp");
+pub const SIGNATURE: HeaderName = HeaderName::from_static("x-signature");
+pub const IDEMPOTENCY_KEY: HeaderName = HeaderName::from_static("idempotency-key");
+pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-replayed");
+
+/// A request signed with an application's API key (CONTRACT §2.1), with its raw body.
+///
+/// The only door for server-to-server calls: the key and timestamp are checked before the
+/// body is read, the signature over the exact bytes after. Handlers parse the body with
+/// [`Signed::json`].
+#[derive(Debug)]
+pub struct Signed<const LIMIT: usize = JSON_LIMIT> {
+    pub caller: Caller,
+    pub body: Bytes,
+    is_json: bool,
+    idempotency_key: Option<String>,
+}
+
+fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
+    headers
+        .get(name)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.trim().to_owned())
+}
+
+impl<const LIMIT: usize> FromRequest for Signed<LIMIT> {
+    type Error = ApiError;
+    type Future = Pending<Self>;
+
+    fn from_request(req: &HttpRequest, payload: &mut Payload) -> Self::Future {
+        let headers = req.headers();
+        let api_key = header_text(headers, &API_KEY);
+        let timestamp = header_text(headers, &TIMESTAMP);
+        let signature = header_text(headers, &SIGNATURE);
+        let idempotency_key = headers
+            .get(&IDEMPOTENCY_KEY)
+            .map(|value| value.to_str().map(str::to_owned).unwrap_or_default());
+        let is_json = matches!(req.mime_type(), Ok(Some(mime))
+            if mime.type_() == "application" && (mime.subtype() == "json" || mime.suffix().is_some_and(|s| s == "json")));
+        let declared = headers
+            .get(header::CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.parse::<usize>().ok());
+        let payload = payload.take();
+        let context = context(req);
+        Box::pin(async move {
+            let context = context?;
+            let identified = context
+                .access
+                .identify(SignedHeaders {
+                    api_key: api_key.as_deref(),
+                    timestamp: timestamp.as_deref(),
+                    signature: signature.as_deref(),
+                })
+                .await?;
+            if declared.is_some_and(|length| length > LIMIT) {
+                return Err(ApiError::payload_too_large(LIMIT));
+            }
+            let body = read_body(payload, declared, LIMIT).await?;
+            let caller = context.access.verify(identified, &body).await?;
+            Ok(Signed {
+                caller,
+                body,
+                is_json,
+                idempotency_key,
+            })
+        })
+    }
+}
+
+impl<const LIMIT: usize> Signed<LIMIT> {
+    /// The body as JSON: 415 without a JSON Content-Type, 400 when it does not parse.
+    pub fn json<T: DeserializeOwned>(&self) -> Result<T, ApiError> {
+        if !self.is_json {
+            return Err(ApiError::unsupported_media_type());
+        }
+        parse_json(&self.body)
+    }
+
+    /// Runs `create` at most once per `Idempotency-Key` (CONTRACT §1): a repeat with the same
+    /// body gets the stored response with `Idempotent-Replayed: true`; the same key with another
+    /// body is 409. Without the header, `create` simply runs.
+    pub async fn idempotent<F, Fut>(
+        &self,
+        context: &AppContext,
+        operation: &str,
+        create: F,
+    ) -> Result<HttpResponse, ApiError>
+    where
+        F: FnOnce() -> Fut,
+        Fut: Future<Output = Result<JsonReply, ApiError>>,
+    {
+        let Some(key) = &self.idempotency_key else {
+            return create().await.map(JsonReply::into_response);
+        };
+        let decision = context
+            .idempotency
+            .begin(&self.caller, key, operation, &self.body)
+            .await?;
+        match decision {
+            IdempotencyDecision::Replay(stored) => {
+                let mut response = JsonReply {
+                    status: StatusCode::from_u16(stored.status).unwrap_or(StatusCode::OK),
+                    body: stored.body,
+                }
+                .into_response();
+                response
+                    .headers_mut()
+                    .insert(IDEMPOTENT_REPLAYED, HeaderValue::from_static("true"));
+                Ok(response)
+            }
+            IdempotencyDecision::KeyReused => Err(ApiError::conflict(
+                "This Idempotency-Key was already used with a different request",
+            )),
+            IdempotencyDecision::InProgress => Err(ApiError::conflict(
+                "A request with this Idempotency-Key is still in progress",
+            )),
+            IdempotencyDecision::Proceed(ticket) => {
+                let outcome = create().await;
+                let stored = outcome.as_ref().ok().map(|reply| StoredResponse {
+                    status: reply.status.as_u16(),
+                    body: reply.body.clone(),
+                });
+                context.idempotency.finish(ticket, stored).await?;
+                outcome.map(JsonReply::into_response)
+            }
+        }
+    }
+}
+
+/// A JSON response kept as bytes, so it can be stored for idempotent replay.
+#[derive(Debug, Clone)]
+pub struct JsonReply {
+    pub status: StatusCode,
+    pub body: Vec<u8>,
+}
+
+impl JsonReply {
+    /// The success envelope.
+    pub fn envelope<T: Serialize>(
+        status: StatusCode,
+        message: impl Into<String>,
+        data: T,
+    ) -> Result<Self, ApiError> {
+        let body = serde_json::to_vec(&Envelope {
+            code: status.as_u16(),
+            error: false,
+            message: message.into(),
+            data,
+        })
+        .map_err(ApiError::internal)?;
+        Ok(Self { status, body })
+    }
+
+    pub fn into_response(self) -> HttpResponse {
+        HttpResponse::build(self.status)
+            .content_type("application/json")
+            .body(self.body)
+    }
+}
+
+impl From<AccessError> for ApiError {
+    fn from(error: AccessError) -> Self {
+        match error {
+            AccessError::Denied(denied) => ApiError::unauthorized(denied.to_string()),
+            AccessError::InvalidIdempotencyKey => ApiError::bad_request(error.to_string()),
+            AccessError::Unavailable(source) => ApiError::internal(source),
+        }
+    }
+}

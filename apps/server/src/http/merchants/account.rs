@@ -1,0 +1,26 @@
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, get, web};
+
+use super::views::AccountBody;
+use crate::context::AppContext;
+use crate::http::auth::MerchantSession;
+use crate::http::envelope::{Envelope, respond};
+use crate::http::error::{ApiError, ErrorBody};
+
+/// The account, the signed-in member, uploaded documents and the go-live checklist.
+#[utoipa::path(
+    tag = "merchants",
+    security(("merchantJwt" = [])),
+    responses(
+        (status = 200, description = "The account", body = Envelope<AccountBody>),
+        (status = 401, description = "Missing or invalid session", body = ErrorBody)
+    )
+)]
+#[get("/v1/merchants/me")]
+pub async fn me(
+    context: web::Data<AppContext>,
+    MerchantSession(actor): MerchantSession,
+) -> Result<HttpResponse, ApiError> {
+    let view = context.merchants.account(&actor).await?;
+    Ok(respond(StatusCode::OK, "ok", AccountBody::from(&view)))
+}

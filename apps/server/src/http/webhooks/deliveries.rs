@@ -1,0 +1,127 @@
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, get, web};
+use idconsent_kernel::page::Pagination;
+use idconsent_kernel::{PageRequest, Timestamp, ValidationErrors};
+use idconsent_webhook::{Delivery, DeliveryStatus};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+
+use crate::context::AppContext;
+use crate::http::auth::Signed;
+use crate::http::envelope::{Envelope, respond};
+use crate::http::error::{ApiError, ErrorBody};
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct DeliveryQuery {
+    /// `pending`, `succeeded` or `failed`.
+    status: Option<String>,
+    page: Option<i64>,
+    limit: Option<i64>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AttemptBody {
+    #[schema(value_type = String, format = DateTime)]
+    at: Timestamp,
+    /// The receiver's HTTP status, when it answered.
+    status_code: Option<u16>,
+    /// Only for timeouts and network failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+    duration_ms: u64,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeliveryBody {
+    /// `whd_…`
+    id: String,
+    /// `evt_…`, also the `webhook-id` header; unchanged on redelivery.
+    event_id: String,
+    event_type: &'static str,
+    url: String,
+    /// `pending`, `succeeded` or `failed`.
+    status: &'static str,
+    /// Oldest first.
+    attempts: Vec<AttemptBody>,
+    #[schema(value_type = Option<String>, format = DateTime)]
+    next_attempt_at: Option<Timestamp>,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: Timestamp,
+}
+
+impl From<&Delivery> for DeliveryBody {
+    fn from(delivery: &Delivery) -> Self {
+        Self {
+            id: delivery.id.to_string(),
+            event_id: delivery.event_id.to_string(),
+            event_type: delivery.event_type.as_str(),
+            url: delivery.url.clone(),
+            status: delivery.status.as_str(),
+            attempts: delivery
+                .attempts
+                .iter()
+                .map(|attempt| AttemptBody {
+                    at: attempt.at,
+                    status_code: attempt.status_code,
+                    error: attempt.error.clone(),
+                    duration_ms: attempt.duration_ms,
+                })
+                .collect(),
+            next_attempt_at: delivery.next_attempt_at,
+            created_at: delivery.created_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryList {
+    deliveries: Vec<DeliveryBody>,
+    #[schema(value_type = Object)]
+    pagination: Pagination,
+}
+
+/// The application's webhook deliveries in the key's environment, newest first: one per event
+/// and destination, with every attempt.
+#[utoipa::path(
+    tag = "webhooks",
+    security(("signedRequest" = [])),
+    params(DeliveryQuery),
+    responses(
+        (status = 200, description = "Deliveries", body = Envelope<DeliveryList>),
+        (status = 401, description = "Signature check failed", body = ErrorBody),
+        (status = 422, description = "Unknown status or bad paging", body = ErrorBody)
+    )
+)]
+#[get("/v1/webhooks/deliveries")]
+pub async fn list(
+    context: web::Data<AppContext>,
+    signed: Signed,
+    query: web::Query<DeliveryQuery>,
+) -> Result<HttpResponse, ApiError> {
+    let page = PageRequest::new(query.page, query.limit)?;
+    let status = query
+        .status
+        .as_deref()
+        .map(|text| {
+            DeliveryStatus::parse(text).ok_or_else(|| {
+                ValidationErrors::single("status", "must be pending, succeeded or failed")
+            })
+        })
+        .transpose()?;
+    let caller = &signed.caller;
+    let page = context
+        .deliveries
+        .list(&caller.application.id, caller.environment, status, page)
+        .await
+        .map_err(ApiError::internal)?;
+    Ok(respond(
+        StatusCode::OK,
+        "ok",
+        DeliveryList {
+            deliveries: page.items.iter().map(Into::into).collect(),
+            pagination: page.pagination(),
+        },
+    ))
+}

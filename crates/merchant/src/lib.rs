@@ -1,0 +1,30 @@
+#![doc = include_str!("../README.md")]
+
+pub mod access;
+mod applications;
+pub mod credentials;
+mod error;
+pub mod golive;
+pub mod model;
+mod onboarding;
+mod operator;
+pub mod ports;
+mod service;
+mod team;
+
+#[cfg(feature = "contract")]
+pub mod contract;
+#[cfg(feature = "contract")]
+pub mod registry_contract;
+
+pub use access::{ApiAccess, Caller, Denied, Idempotency, IdempotencyDecision};
+pub use applications::{
+    API_KEY_HASH_PURPOSE, ApplicationInput, ApplicationView, CreatedApplication, RotatedKey,
+    RotatedWebhookSecret,
+};
+pub use credentials::ApiKey;
+pub use error::MerchantError;
+pub use onboarding::{
+    AccountView, BusinessPatch, DocumentUpload, MAX_DOCUMENT_BYTES, RegisterRequest, Registered,
+};
+pub use service::{Actor, MerchantPorts, MerchantService, MerchantSettings, SessionToken};

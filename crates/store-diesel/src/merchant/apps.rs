@@ -1,0 +1,406 @@
+//! `ApplicationRepository`: applications and their API credentials.
+//!
+//! Every key ever issued is a row of `api_credentials`; the current key of an environment is
+//! the one not revoked (a partial unique index keeps it single). Sealed secrets are stored as
+//! the vault's text; redirect URIs and request types as JSON arrays of strings.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use idconsent_kernel::id::{ApplicationId, ClientId, MerchantId, TypedId};
+use idconsent_kernel::{Environment, Intent, Page, PageRequest, Sealed, Timestamp, WebUrl};
+use idconsent_merchant::model::{
+    Application, KeyRecord, MerchantStatus, RequestTypes, RetiringSecret,
+};
+use idconsent_merchant::ports::{ApplicationRepository, NewKey, RepositoryError, conflicts};
+
+use super::accounts::NewCredentialRow;
+use super::{
+    DieselMerchantStore, Lock, NOT_FOUND, corrupt, found_one, lock_application, lock_merchant,
+    page_bounds, reborrow, repository_error, total,
+};
+use crate::error::DbError;
+use crate::schema::{api_credentials, applications};
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = applications)]
+struct ApplicationRow {
+    id: String,
+    merchant_id: String,
+    client_id: String,
+    name: String,
+    callback_url: String,
+    redirect_uris: String,
+    request_types: String,
+    secret: String,
+    webhook_secret: String,
+    previous_webhook_secret: Option<String>,
+    previous_webhook_secret_expires_at: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+/// The current key of one environment of an application.
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = api_credentials)]
+struct CurrentKeyRow {
+    application_id: String,
+    environment: String,
+    key_sealed: String,
+    generated_at: i64,
+}
+
+/// The columns `update` saves.
+#[derive(Debug, AsChangeset)]
+#[diesel(table_name = applications)]
+struct ApplicationChange {
+    name: String,
+    callback_url: String,
+    redirect_uris: String,
+    request_types: String,
+    updated_at: i64,
+}
+
+fn json_strings<'a>(items: impl Iterator<Item = &'a str>) -> Result<String, RepositoryError> {
+    serde_json::to_string(&items.collect::<Vec<_>>())
+        .map_err(|error| RepositoryError::Unavailable(Box::new(error)))
+}
+
+impl ApplicationRow {
+    fn from_application(application: &Application) -> Result<Self, RepositoryError> {
+        let change = ApplicationChange::from_application(application)?;
+        let previous = application.previous_webhook_secret.as_ref();
+        Ok(Self {
+            id: application.id.as_str().to_owned(),
+            merchant_id: application.merchant_id.as_str().to_owned(),
+            client_id: application.client_id.as_str().to_owned(),
+            name: change.name,
+            callback_url: change.callback_url,
+            redirect_uris: change.redirect_uris,
+            request_types: change.request_types,
+            secret: application.secret.as_str().to_owned(),
+            webhook_secret: application.webhook_secret.as_str().to_owned(),
+            previous_webhook_secret: previous.map(|p| p.sealed.as_str().to_owned()),
+            previous_webhook_secret_expires_at: previous.map(|p| p.expires_at.as_millis()),
+            created_at: application.created_at.as_millis(),
+            updated_at: application.updated_at.as_millis(),
+        })
+    }
+
+    /// The application with its current keys (`keys` may hold other applications' too).
+    fn into_application(self, keys: &[CurrentKeyRow]) -> Result<Application, RepositoryError> {
+        let corrupt = |what: &str| corrupt(format!("applications.{what} of {}", self.id));
+        let mut sandbox_key = None;
+        let mut live_key = None;
+        for key in keys.iter().filter(|k| k.application_id == self.id) {
+            let record = KeyRecord {
+                sealed: Sealed::from_stored(key.key_sealed.clone()),
+                generated_at: Timestamp::from_millis(key.generated_at),
+            };
+            match Environment::parse(&key.environment) {
+                Some(Environment::Sandbox) => sandbox_key = Some(record),
+                Some(Environment::Live) => live_key = Some(record),
+                None => return Err(corrupt("api_credentials.environment")),
+            }
+        }
+        let strings = |what: &str, text: &str| {
+            serde_json::from_str::<Vec<String>>(text).map_err(|_| corrupt(what))
+        };
+        let redirect_uris = strings("redirect_uris", &self.redirect_uris)?
+            .iter()
+            .map(|uri| WebUrl::parse(uri).map_err(|_| corrupt("redirect_uris")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let intents = strings("request_types", &self.request_types)?
+            .iter()
+            .map(|intent| Intent::parse(intent).ok_or_else(|| corrupt("request_types")))
+            .collect::<Result<Vec<_>, _>>()?;
+        let previous_webhook_secret = match (
+            self.previous_webhook_secret,
+            self.previous_webhook_secret_expires_at,
+        ) {
+            (Some(sealed), Some(expires_at)) => Some(RetiringSecret {
+                sealed: Sealed::from_stored(sealed),
+                expires_at: Timestamp::from_millis(expires_at),
+            }),
+            (None, None) => None,
+            _ => return Err(corrupt("previous_webhook_secret")),
+        };
+        Ok(Application {
+            sandbox_key: sandbox_key.ok_or_else(|| corrupt("current sandbox key"))?,
+            live_key,
+            callback_url: WebUrl::parse(&self.callback_url).map_err(|_| corrupt("callback_url"))?,
+            redirect_uris,
+            request_types: RequestTypes::new(intents).ok_or_else(|| corrupt("request_types"))?,
+            previous_webhook_secret,
+            id: ApplicationId::from_trusted(self.id),
+            merchant_id: MerchantId::from_trusted(self.merchant_id),
+            client_id: ClientId::from_trusted(self.client_id),
+            name: self.name,
+            secret: Sealed::from_stored(self.secret),
+            webhook_secret: Sealed::from_stored(self.webhook_secret),
+            created_at: Timestamp::from_millis(self.created_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+        })
+    }
+}
+
+impl ApplicationChange {
+    fn from_application(application: &Application) -> Result<Self, RepositoryError> {
+        Ok(Self {
+            name: application.name.clone(),
+            callback_url: application.callback_url.as_str().to_owned(),
+            redirect_uris: json_strings(application.redirect_uris.iter().map(WebUrl::as_str))?,
+            request_types: json_strings(application.request_types.iter().map(Intent::as_str))?,
+            updated_at: application.updated_at.as_millis(),
+        })
+    }
+}
+
+/// The current keys of these applications.
+macro_rules! current_keys {
+    ($c:ident, $applications:expr) => {
+        api_credentials::table
+            .filter(api_credentials::application_id.eq_any($applications))
+            .filter(api_credentials::revoked_at.is_null())
+            .select(CurrentKeyRow::as_select())
+            .load::<CurrentKeyRow>($c)
+    };
+}
+
+#[async_trait]
+impl ApplicationRepository for DieselMerchantStore {
+    async fn create(
+        &self,
+        application: &Application,
+        sandbox_key_hash: &str,
+        live_key_hash: Option<&str>,
+    ) -> Result<(), RepositoryError> {
+        let row = ApplicationRow::from_application(application)?;
+        let key = |environment, record: &KeyRecord, hash: &str| {
+            NewCredentialRow::from_key(
+                application.id.as_str(),
+                &NewKey {
+                    environment,
+                    hash: hash.to_owned(),
+                    sealed: record.sealed.clone(),
+                    generated_at: record.generated_at,
+                },
+            )
+        };
+        let mut keys = vec![key(
+            Environment::Sandbox,
+            &application.sandbox_key,
+            sandbox_key_hash,
+        )];
+        match (&application.live_key, live_key_hash) {
+            (Some(record), Some(hash)) => keys.push(key(Environment::Live, record, hash)),
+            (None, None) => {}
+            _ => {
+                return Err(RepositoryError::Unavailable(
+                    "an application's live key record and live key hash come together".into(),
+                ));
+            }
+        }
+        let live = application.live_key.is_some();
+        self.db
+            .write(move |mut conn| {
+                // Read-locked until commit, so `approve` (which write-locks it) runs wholly
+                // before or after this.
+                let status = lock_merchant(&mut conn, &row.merchant_id, Lock::Share)?
+                    .ok_or(DbError::Rollback(NOT_FOUND))?;
+                if (status == MerchantStatus::Live.as_str()) != live {
+                    return Err(DbError::Rollback(conflicts::WRONG_STATUS));
+                }
+                with_conn!(reborrow(&mut conn), |c| {
+                    diesel::insert_into(applications::table)
+                        .values(&row)
+                        .execute(c)?;
+                    diesel::insert_into(api_credentials::table)
+                        .values(&keys)
+                        .execute(c)?;
+                });
+                Ok(())
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn find(&self, id: &ApplicationId) -> Result<Option<Application>, RepositoryError> {
+        let id = id.as_str().to_owned();
+        let found = self
+            .db
+            .read(move |conn| {
+                with_conn!(conn, |c| {
+                    let row = applications::table
+                        .find(&id)
+                        .select(ApplicationRow::as_select())
+                        .first(c)
+                        .optional()?;
+                    Ok(match row {
+                        Some(row) => Some((row, current_keys!(c, [&id])?)),
+                        None => None,
+                    })
+                })
+            })
+            .await
+            .map_err(repository_error)?;
+        found
+            .map(|(row, keys)| row.into_application(&keys))
+            .transpose()
+    }
+
+    async fn list(
+        &self,
+        merchant: &MerchantId,
+        page: PageRequest,
+    ) -> Result<Page<Application>, RepositoryError> {
+        let merchant = merchant.as_str().to_owned();
+        let (offset, limit) = page_bounds(page);
+        let (rows, keys, count) = self
+            .db
+            .read(move |conn| {
+                with_conn!(conn, |c| c.transaction(|c| {
+                    let mine = applications::table.filter(applications::merchant_id.eq(&merchant));
+                    let count: i64 = mine.count().get_result(c)?;
+                    let rows = mine
+                        .order((applications::created_at, applications::id))
+                        .offset(offset)
+                        .limit(limit)
+                        .select(ApplicationRow::as_select())
+                        .load(c)?;
+                    let ids: Vec<&str> = rows
+                        .iter()
+                        .map(|r: &ApplicationRow| r.id.as_str())
+                        .collect();
+                    let keys = current_keys!(c, ids)?;
+                    Ok::<_, DbError>((rows, keys, count))
+                }))
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(Page {
+            items: rows
+                .into_iter()
+                .map(|row| row.into_application(&keys))
+                .collect::<Result<_, _>>()?,
+            request: page,
+            total: total(count),
+        })
+    }
+
+    async fn update(&self, application: &Application) -> Result<(), RepositoryError> {
+        let id = application.id.as_str().to_owned();
+        let change = ApplicationChange::from_application(application)?;
+        self.db
+            .write(move |conn| {
+                let target = applications::table.find(id);
+                found_one(with_conn!(conn, |c| diesel::update(target)
+                    .set(&change)
+                    .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn rotate_key(&self, id: &ApplicationId, key: &NewKey) -> Result<(), RepositoryError> {
+        let row = NewCredentialRow::from_key(id.as_str(), key);
+        let environment = key.environment;
+        let at = key.generated_at.as_millis();
+        self.db
+            .write(move |mut conn| {
+                // Locked so two rotations of one application queue: the second replaces the
+                // first one's key instead of finding none.
+                if !lock_application(&mut conn, &row.application_id)? {
+                    return Err(DbError::Rollback(NOT_FOUND));
+                }
+                with_conn!(reborrow(&mut conn), |c| {
+                    let revoked = diesel::update(
+                        api_credentials::table
+                            .filter(api_credentials::application_id.eq(&row.application_id))
+                            .filter(api_credentials::environment.eq(environment.as_str()))
+                            .filter(api_credentials::revoked_at.is_null()),
+                    )
+                    .set(api_credentials::revoked_at.eq(Some(at)))
+                    .execute(c)?;
+                    if revoked == 0 && environment == Environment::Live {
+                        return Err(DbError::Rollback(conflicts::NO_LIVE_CREDENTIALS));
+                    }
+                    diesel::insert_into(api_credentials::table)
+                        .values(&row)
+                        .execute(c)?;
+                    Ok(())
+                })
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn rotate_webhook_secret(
+        &self,
+        id: &ApplicationId,
+        new: &Sealed,
+        previous_expires_at: Timestamp,
+        at: Timestamp,
+    ) -> Result<(), RepositoryError> {
+        let id = id.as_str().to_owned();
+        let new = new.as_str().to_owned();
+        self.db
+            .write(move |conn| {
+                let target = applications::table.find(id);
+                // Right-hand sides read the row as it was: the current secret becomes the
+                // previous one.
+                let change = (
+                    applications::previous_webhook_secret
+                        .eq(applications::webhook_secret.nullable()),
+                    applications::previous_webhook_secret_expires_at
+                        .eq(Some(previous_expires_at.as_millis())),
+                    applications::webhook_secret.eq(new),
+                    applications::updated_at.eq(at.as_millis()),
+                );
+                found_one(with_conn!(conn, |c| diesel::update(target)
+                    .set(change)
+                    .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn find_by_key_hash(
+        &self,
+        hash: &str,
+    ) -> Result<Option<(Application, Environment)>, RepositoryError> {
+        let hash = hash.to_owned();
+        // Two indexed queries: the application behind the current key, then its current keys.
+        let found = self
+            .db
+            .read(move |conn| {
+                with_conn!(conn, |c| {
+                    let found = api_credentials::table
+                        .inner_join(applications::table)
+                        .filter(api_credentials::key_hash.eq(&hash))
+                        .filter(api_credentials::revoked_at.is_null())
+                        .select((ApplicationRow::as_select(), api_credentials::environment))
+                        .first::<(ApplicationRow, String)>(c)
+                        .optional()?;
+                    Ok(match found {
+                        Some((row, environment)) => {
+                            let keys = current_keys!(c, [&row.id])?;
+                            Some((row, environment, keys))
+                        }
+                        None => None,
+                    })
+                })
+            })
+            .await
+            .map_err(repository_error)?;
+        let Some((row, environment, keys)) = found else {
+            return Ok(None);
+        };
+        let environment = Environment::parse(&environment).ok_or_else(|| {
+            corrupt(format!(
+                "api_credentials.environment of application {}",
+                row.id
+            ))
+        })?;
+        Ok(Some((row.into_application(&keys)?, environment)))
+    }
+}

@@ -1,0 +1,165 @@
+//! `CodeRepository`: one-time codes and link tokens, by purpose and subject.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use diesel::upsert::excluded;
+use idconsent_kernel::Timestamp;
+use idconsent_merchant::ports::{CodePurpose, CodeRepository, OneTimeCode, RepositoryError};
+
+use super::{DieselMerchantStore, NOT_FOUND, corrupt, repository_error};
+use crate::error::DbError;
+use crate::schema::one_time_codes;
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = one_time_codes)]
+struct CodeRow {
+    purpose: String,
+    subject: String,
+    code_hash: String,
+    expires_at: i64,
+    attempts_left: i32,
+    created_at: i64,
+}
+
+impl CodeRow {
+    fn from_code(code: &OneTimeCode) -> Self {
+        Self {
+            purpose: code.purpose.as_str().to_owned(),
+            subject: code.subject.clone(),
+            code_hash: code.code_hash.clone(),
+            expires_at: code.expires_at.as_millis(),
+            attempts_left: i32::try_from(code.attempts_left).unwrap_or(i32::MAX),
+            created_at: code.created_at.as_millis(),
+        }
+    }
+
+    fn into_code(self) -> Result<OneTimeCode, RepositoryError> {
+        let corrupt = |what: &str| corrupt(format!("one_time_codes.{what} of {}", self.subject));
+        Ok(OneTimeCode {
+            purpose: CodePurpose::parse(&self.purpose).ok_or_else(|| corrupt("purpose"))?,
+            attempts_left: u32::try_from(self.attempts_left)
+                .map_err(|_| corrupt("attempts_left"))?,
+            subject: self.subject,
+            code_hash: self.code_hash,
+            expires_at: Timestamp::from_millis(self.expires_at),
+            created_at: Timestamp::from_millis(self.created_at),
+        })
+    }
+}
+
+#[async_trait]
+impl CodeRepository for DieselMerchantStore {
+    async fn put(&self, code: &OneTimeCode) -> Result<(), RepositoryError> {
+        let row = CodeRow::from_code(code);
+        self.db
+            .write(move |conn| {
+                with_conn!(conn, |c| diesel::insert_into(one_time_codes::table)
+                    .values(&row)
+                    .on_conflict((one_time_codes::purpose, one_time_codes::subject))
+                    .do_update()
+                    .set((
+                        one_time_codes::code_hash.eq(excluded(one_time_codes::code_hash)),
+                        one_time_codes::expires_at.eq(excluded(one_time_codes::expires_at)),
+                        one_time_codes::attempts_left.eq(excluded(one_time_codes::attempts_left)),
+                        one_time_codes::created_at.eq(excluded(one_time_codes::created_at)),
+                    ))
+                    .execute(c))?;
+                Ok(())
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn find(
+        &self,
+        purpose: CodePurpose,
+        subject: &str,
+    ) -> Result<Option<OneTimeCode>, RepositoryError> {
+        let subject = subject.to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(with_conn!(conn, |c| one_time_codes::table
+                    .find((purpose.as_str(), subject))
+                    .select(CodeRow::as_select())
+                    .first(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(repository_error)?;
+        row.map(CodeRow::into_code).transpose()
+    }
+
+    async fn find_by_hash(
+        &self,
+        purpose: CodePurpose,
+        code_hash: &str,
+    ) -> Result<Option<OneTimeCode>, RepositoryError> {
+        let code_hash = code_hash.to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(with_conn!(conn, |c| one_time_codes::table
+                    .filter(one_time_codes::purpose.eq(purpose.as_str()))
+                    .filter(one_time_codes::code_hash.eq(code_hash))
+                    .select(CodeRow::as_select())
+                    .first(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(repository_error)?;
+        row.map(CodeRow::into_code).transpose()
+    }
+
+    async fn spend_attempt(
+        &self,
+        purpose: CodePurpose,
+        subject: &str,
+    ) -> Result<u32, RepositoryError> {
+        let subject = subject.to_owned();
+        let left = self
+            .db
+            .write(move |conn| {
+                with_conn!(conn, |c| {
+                    let key = (purpose.as_str(), subject.as_str());
+                    let spent = diesel::update(
+                        one_time_codes::table
+                            .find(key)
+                            .filter(one_time_codes::attempts_left.gt(0)),
+                    )
+                    .set(one_time_codes::attempts_left.eq(one_time_codes::attempts_left - 1))
+                    .returning(one_time_codes::attempts_left)
+                    .get_result::<i32>(c)
+                    .optional()?;
+                    match spent {
+                        Some(left) => Ok(left),
+                        // None left already, or no code at all.
+                        None => one_time_codes::table
+                            .find(key)
+                            .select(one_time_codes::attempts_left)
+                            .first::<i32>(c)
+                            .optional()?
+                            .ok_or(DbError::Rollback(NOT_FOUND)),
+                    }
+                })
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(u32::try_from(left).unwrap_or(0))
+    }
+
+    async fn consume(&self, purpose: CodePurpose, subject: &str) -> Result<bool, RepositoryError> {
+        let subject = subject.to_owned();
+        let deleted = self
+            .db
+            .write(move |conn| {
+                Ok(with_conn!(conn, |c| diesel::delete(
+                    one_time_codes::table.find((purpose.as_str(), subject))
+                )
+                .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(deleted > 0)
+    }
+}

@@ -1,0 +1,236 @@
+//! `ReplayGuard` and `IdempotencyStore`: what signed requests remember across processes.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use idconsent_kernel::Timestamp;
+use idconsent_merchant::ports::{
+    IdempotencyState, IdempotencyStore, ReplayGuard, RepositoryError, StoredResponse,
+};
+
+use super::{DieselMerchantStore, corrupt, found_one, repository_error};
+use crate::schema::{idempotency_keys, request_fingerprints};
+
+#[async_trait]
+impl ReplayGuard for DieselMerchantStore {
+    async fn first_use(
+        &self,
+        fingerprint: &str,
+        expires_at: Timestamp,
+    ) -> Result<bool, RepositoryError> {
+        let fingerprint = fingerprint.to_owned();
+        // The primary key decides: of two racing inserts exactly one adds the row.
+        let inserted = self
+            .db
+            .write(move |conn| {
+                let row = (
+                    request_fingerprints::fingerprint.eq(fingerprint),
+                    request_fingerprints::expires_at.eq(expires_at.as_millis()),
+                );
+                Ok(with_conn!(conn, |c| diesel::insert_into(
+                    request_fingerprints::table
+                )
+                .values(&row)
+                .on_conflict_do_nothing()
+                .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(inserted == 1)
+    }
+
+    async fn forget_expired(&self, now: Timestamp) -> Result<u64, RepositoryError> {
+        let deleted = self
+            .db
+            .write(move |conn| {
+                let expired = request_fingerprints::table
+                    .filter(request_fingerprints::expires_at.lt(now.as_millis()));
+                Ok(with_conn!(conn, |c| diesel::delete(expired).execute(c))?)
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+}
+
+const IN_PROGRESS: &str = "in_progress";
+const COMPLETED: &str = "completed";
+
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = idempotency_keys)]
+struct KeyRow {
+    scope: String,
+    key: String,
+    request_hash: String,
+    state: String,
+    response_status: Option<i32>,
+    response_body: Option<Vec<u8>>,
+}
+
+impl KeyRow {
+    fn into_state(self) -> Result<IdempotencyState, RepositoryError> {
+        let corrupt = |what: &str| {
+            corrupt(format!(
+                "idempotency_keys.{what} of {}/{}",
+                self.scope, self.key
+            ))
+        };
+        match self.state.as_str() {
+            IN_PROGRESS => Ok(IdempotencyState::InProgress {
+                request_hash: self.request_hash,
+            }),
+            COMPLETED => {
+                let status = self
+                    .response_status
+                    .and_then(|status| u16::try_from(status).ok())
+                    .ok_or_else(|| corrupt("response_status"))?;
+                Ok(IdempotencyState::Completed {
+                    response: StoredResponse {
+                        status,
+                        body: self.response_body.unwrap_or_default(),
+                    },
+                    request_hash: self.request_hash,
+                })
+            }
+            _ => Err(corrupt("state")),
+        }
+    }
+}
+
+/// How a claim ended inside its transaction.
+enum Claim {
+    Claimed,
+    Found(KeyRow),
+    /// The key appeared and disappeared under us every time we looked.
+    Churned,
+}
+
+#[async_trait]
+impl IdempotencyStore for DieselMerchantStore {
+    async fn claim(
+        &self,
+        scope: &str,
+        key: &str,
+        request_hash: &str,
+        now: Timestamp,
+        expires_at: Timestamp,
+    ) -> Result<IdempotencyState, RepositoryError> {
+        let scope = scope.to_owned();
+        let key = key.to_owned();
+        let request_hash = request_hash.to_owned();
+        let claim = self
+            .db
+            .write(move |conn| {
+                let fresh = (
+                    idempotency_keys::request_hash.eq(&request_hash),
+                    idempotency_keys::state.eq(IN_PROGRESS),
+                    idempotency_keys::response_status.eq(None::<i32>),
+                    idempotency_keys::response_body.eq(None::<Vec<u8>>),
+                    idempotency_keys::created_at.eq(now.as_millis()),
+                    idempotency_keys::expires_at.eq(expires_at.as_millis()),
+                );
+                with_conn!(conn, |c| {
+                    // A release between our steps can make the row vanish; look again then.
+                    for _ in 0..3 {
+                        // New key: the primary key lets exactly one of racing claims insert.
+                        let inserted = diesel::insert_into(idempotency_keys::table)
+                            .values((
+                                idempotency_keys::scope.eq(&scope),
+                                idempotency_keys::key.eq(&key),
+                                fresh.clone(),
+                            ))
+                            .on_conflict_do_nothing()
+                            .execute(c)?;
+                        if inserted == 1 {
+                            return Ok(Claim::Claimed);
+                        }
+                        // Expired key: the conditional update lets exactly one reclaim it.
+                        let reclaimed = diesel::update(
+                            idempotency_keys::table
+                                .find((&scope, &key))
+                                .filter(idempotency_keys::expires_at.le(now.as_millis())),
+                        )
+                        .set(fresh.clone())
+                        .execute(c)?;
+                        if reclaimed == 1 {
+                            return Ok(Claim::Claimed);
+                        }
+                        let row = idempotency_keys::table
+                            .find((&scope, &key))
+                            .select(KeyRow::as_select())
+                            .first(c)
+                            .optional()?;
+                        if let Some(row) = row {
+                            return Ok(Claim::Found(row));
+                        }
+                    }
+                    Ok(Claim::Churned)
+                })
+            })
+            .await
+            .map_err(repository_error)?;
+        match claim {
+            Claim::Claimed => Ok(IdempotencyState::Claimed),
+            Claim::Found(row) => row.into_state(),
+            Claim::Churned => Err(RepositoryError::Unavailable(
+                "the idempotency key kept changing during the claim".into(),
+            )),
+        }
+    }
+
+    async fn complete(
+        &self,
+        scope: &str,
+        key: &str,
+        response: &StoredResponse,
+        expires_at: Timestamp,
+    ) -> Result<(), RepositoryError> {
+        let scope = scope.to_owned();
+        let key = key.to_owned();
+        let status = i32::from(response.status);
+        let body = response.body.clone();
+        self.db
+            .write(move |conn| {
+                let target = idempotency_keys::table.find((scope, key));
+                let change = (
+                    idempotency_keys::state.eq(COMPLETED),
+                    idempotency_keys::response_status.eq(Some(status)),
+                    idempotency_keys::response_body.eq(Some(body)),
+                    idempotency_keys::expires_at.eq(expires_at.as_millis()),
+                );
+                found_one(with_conn!(conn, |c| diesel::update(target)
+                    .set(change)
+                    .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn release(&self, scope: &str, key: &str) -> Result<(), RepositoryError> {
+        let scope = scope.to_owned();
+        let key = key.to_owned();
+        self.db
+            .write(move |conn| {
+                // Only a claim is forgotten; a completed response stays replayable.
+                let claim = idempotency_keys::table
+                    .find((scope, key))
+                    .filter(idempotency_keys::state.eq(IN_PROGRESS));
+                with_conn!(conn, |c| diesel::delete(claim).execute(c))?;
+                Ok(())
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn forget_expired(&self, now: Timestamp) -> Result<u64, RepositoryError> {
+        let deleted = self
+            .db
+            .write(move |conn| {
+                let expired = idempotency_keys::table
+                    .filter(idempotency_keys::expires_at.le(now.as_millis()));
+                Ok(with_conn!(conn, |c| diesel::delete(expired).execute(c))?)
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+    }
+}

@@ -1,0 +1,269 @@
+//! `TeamRepository`: the members of merchants' teams.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use idconsent_kernel::id::{MerchantId, MerchantUserId, TypedId};
+use idconsent_kernel::{EmailAddress, Timestamp};
+use idconsent_merchant::model::{MerchantUser, Role, UserStatus};
+use idconsent_merchant::ports::{RepositoryError, TeamRepository, conflicts};
+
+use super::{
+    DieselMerchantStore, NOT_FOUND, corrupt, found_one, lock_active_owners, reborrow,
+    repository_error,
+};
+use crate::error::DbError;
+use crate::schema::merchant_users;
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = merchant_users)]
+pub(super) struct UserRow {
+    id: String,
+    merchant_id: String,
+    email: String,
+    name: String,
+    role: String,
+    status: String,
+    password_hash: Option<String>,
+    failed_logins: i32,
+    locked_until: Option<i64>,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl UserRow {
+    pub(super) fn from_user(user: &MerchantUser) -> Self {
+        Self {
+            id: user.id.as_str().to_owned(),
+            merchant_id: user.merchant_id.as_str().to_owned(),
+            email: user.email.as_str().to_owned(),
+            name: user.name.clone(),
+            role: user.role.as_str().to_owned(),
+            status: user.status.as_str().to_owned(),
+            password_hash: user.password_hash.clone(),
+            failed_logins: i32::try_from(user.failed_logins).unwrap_or(i32::MAX),
+            locked_until: user.locked_until.map(Timestamp::as_millis),
+            created_at: user.created_at.as_millis(),
+            updated_at: user.updated_at.as_millis(),
+        }
+    }
+
+    fn into_user(self) -> Result<MerchantUser, RepositoryError> {
+        let corrupt = |what: &str| corrupt(format!("merchant_users.{what} of {}", self.id));
+        Ok(MerchantUser {
+            email: EmailAddress::parse(&self.email).map_err(|_| corrupt("email"))?,
+            role: Role::parse(&self.role).ok_or_else(|| corrupt("role"))?,
+            status: UserStatus::parse(&self.status).ok_or_else(|| corrupt("status"))?,
+            failed_logins: u32::try_from(self.failed_logins)
+                .map_err(|_| corrupt("failed_logins"))?,
+            id: MerchantUserId::from_trusted(self.id),
+            merchant_id: MerchantId::from_trusted(self.merchant_id),
+            name: self.name,
+            password_hash: self.password_hash,
+            locked_until: self.locked_until.map(Timestamp::from_millis),
+            created_at: Timestamp::from_millis(self.created_at),
+            updated_at: Timestamp::from_millis(self.updated_at),
+        })
+    }
+}
+
+const REMOVED: &str = "removed";
+
+#[async_trait]
+impl TeamRepository for DieselMerchantStore {
+    async fn add(&self, user: &MerchantUser) -> Result<(), RepositoryError> {
+        let row = UserRow::from_user(user);
+        self.db
+            .write(move |conn| {
+                with_conn!(conn, |c| diesel::insert_into(merchant_users::table)
+                    .values(&row)
+                    .execute(c))?;
+                Ok(())
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn find(&self, id: &MerchantUserId) -> Result<Option<MerchantUser>, RepositoryError> {
+        let id = id.as_str().to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(with_conn!(conn, |c| merchant_users::table
+                    .find(id)
+                    .select(UserRow::as_select())
+                    .first(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(repository_error)?;
+        row.map(UserRow::into_user).transpose()
+    }
+
+    async fn find_by_email(
+        &self,
+        email: &EmailAddress,
+    ) -> Result<Option<MerchantUser>, RepositoryError> {
+        let email = email.as_str().to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(with_conn!(conn, |c| merchant_users::table
+                    .filter(merchant_users::email.eq(email))
+                    .filter(merchant_users::status.ne(REMOVED))
+                    .select(UserRow::as_select())
+                    .first(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(repository_error)?;
+        row.map(UserRow::into_user).transpose()
+    }
+
+    async fn list(&self, merchant: &MerchantId) -> Result<Vec<MerchantUser>, RepositoryError> {
+        let merchant = merchant.as_str().to_owned();
+        let rows = self
+            .db
+            .read(move |conn| {
+                Ok(with_conn!(conn, |c| merchant_users::table
+                    .filter(merchant_users::merchant_id.eq(merchant))
+                    .filter(merchant_users::status.ne(REMOVED))
+                    .order((merchant_users::created_at, merchant_users::id))
+                    .select(UserRow::as_select())
+                    .load(c))?)
+            })
+            .await
+            .map_err(repository_error)?;
+        rows.into_iter().map(UserRow::into_user).collect()
+    }
+
+    async fn activate(
+        &self,
+        id: &MerchantUserId,
+        password_hash: &str,
+        at: Timestamp,
+    ) -> Result<(), RepositoryError> {
+        let id = id.as_str().to_owned();
+        let password_hash = password_hash.to_owned();
+        self.db
+            .write(move |conn| {
+                with_conn!(conn, |c| {
+                    // One conditional statement, so of two racing activations one wins.
+                    let changed = diesel::update(
+                        merchant_users::table
+                            .find(&id)
+                            .filter(merchant_users::status.eq(UserStatus::Invited.as_str())),
+                    )
+                    .set((
+                        merchant_users::password_hash.eq(Some(&password_hash)),
+                        merchant_users::status.eq(UserStatus::Active.as_str()),
+                        merchant_users::updated_at.eq(at.as_millis()),
+                    ))
+                    .execute(c)?;
+                    if changed == 0 {
+                        let exists = merchant_users::table
+                            .find(&id)
+                            .select(merchant_users::id)
+                            .first::<String>(c)
+                            .optional()?
+                            .is_some();
+                        return Err(DbError::Rollback(if exists {
+                            conflicts::NOT_INVITED
+                        } else {
+                            NOT_FOUND
+                        }));
+                    }
+                    Ok(())
+                })
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn remove(
+        &self,
+        merchant: &MerchantId,
+        id: &MerchantUserId,
+        at: Timestamp,
+    ) -> Result<(), RepositoryError> {
+        let merchant = merchant.as_str().to_owned();
+        let id = id.as_str().to_owned();
+        self.db
+            .write(move |mut conn| {
+                // Locked before counting: of two owners removed at once, the second sees the
+                // first one gone.
+                let active_owners = lock_active_owners(&mut conn, &merchant)?;
+                with_conn!(reborrow(&mut conn), |c| {
+                    let member = merchant_users::table
+                        .find(&id)
+                        .select((merchant_users::merchant_id, merchant_users::status))
+                        .first::<(String, String)>(c)
+                        .optional()?;
+                    let Some((_, status)) = member.filter(|(owner, _)| *owner == merchant) else {
+                        return Err(DbError::Rollback(NOT_FOUND));
+                    };
+                    if status == REMOVED {
+                        return Ok(());
+                    }
+                    let is_active_owner = active_owners.contains(&id);
+                    if is_active_owner && active_owners.len() <= 1 {
+                        return Err(DbError::Rollback(conflicts::LAST_OWNER));
+                    }
+                    diesel::update(merchant_users::table.find(&id))
+                        .set((
+                            merchant_users::status.eq(REMOVED),
+                            merchant_users::updated_at.eq(at.as_millis()),
+                        ))
+                        .execute(c)?;
+                    Ok(())
+                })
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn count_failed_login(&self, id: &MerchantUserId) -> Result<u32, RepositoryError> {
+        let id = id.as_str().to_owned();
+        let count = self
+            .db
+            .write(move |conn| {
+                with_conn!(conn, |c| diesel::update(merchant_users::table.find(id))
+                    .set(merchant_users::failed_logins.eq(merchant_users::failed_logins + 1))
+                    .returning(merchant_users::failed_logins)
+                    .get_result::<i32>(c)
+                    .optional())?
+                .ok_or(DbError::Rollback(NOT_FOUND))
+            })
+            .await
+            .map_err(repository_error)?;
+        Ok(u32::try_from(count).unwrap_or(0))
+    }
+
+    async fn lock(&self, id: &MerchantUserId, until: Timestamp) -> Result<(), RepositoryError> {
+        let id = id.as_str().to_owned();
+        self.db
+            .write(move |conn| {
+                let target = merchant_users::table.find(id);
+                found_one(with_conn!(conn, |c| diesel::update(target)
+                    .set(merchant_users::locked_until.eq(Some(until.as_millis())))
+                    .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn clear_failed_logins(&self, id: &MerchantUserId) -> Result<(), RepositoryError> {
+        let id = id.as_str().to_owned();
+        self.db
+            .write(move |conn| {
+                let target = merchant_users::table.find(id);
+                found_one(with_conn!(conn, |c| diesel::update(target)
+                    .set((
+                        merchant_users::failed_logins.eq(0),
+                        merchant_users::locked_until.eq(None::<i64>),
+                    ))
+                    .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)
+    }
+}

@@ -1,0 +1,397 @@
+//! The webhook outbox on diesel: `DeliveryStore`, and `write_outbox` for other repositories
+//! to call inside their own transactions.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use diesel::sql_types::{BigInt, Text};
+use idconsent_kernel::id::{ApplicationId, DeliveryId, EventId, TypedId};
+use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
+use idconsent_webhook::{
+    Attempt, Delivery, DeliveryStatus, DeliveryStore, EventType, NextStep, Outbox, StoreError,
+};
+
+use crate::db::{AnyConnection, Db};
+use crate::error::DbError;
+use crate::schema::{webhook_attempts, webhook_deliveries, webhook_events};
+
+#[derive(Debug, Clone)]
+pub struct DieselDeliveryStore {
+    db: Db,
+}
+
+impl DieselDeliveryStore {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+}
+
+fn unavailable(error: DbError) -> StoreError {
+    StoreError::Unavailable(Box::new(error))
+}
+
+/// Writes events and their pending deliveries. Call it inside the transaction of the state
+/// change the events report, so both commit or neither does.
+pub(crate) fn write_outbox(mut conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result<(), DbError> {
+    for entry in outbox {
+        let event = &entry.event;
+        let event_row = (
+            webhook_events::id.eq(event.id.as_str()),
+            webhook_events::event_type.eq(event.event_type.as_str()),
+            webhook_events::application_id.eq(event.application_id.as_str()),
+            webhook_events::environment.eq(event.environment.as_str()),
+            webhook_events::body.eq(&entry.body),
+            webhook_events::created_at.eq(event.created_at.as_millis()),
+        );
+        let deliveries: Vec<_> = entry
+            .destinations
+            .iter()
+            .map(|destination| {
+                (
+                    webhook_deliveries::id.eq(destination.delivery_id.as_str()),
+                    webhook_deliveries::event_id.eq(event.id.as_str()),
+                    webhook_deliveries::application_id.eq(event.application_id.as_str()),
+                    webhook_deliveries::environment.eq(event.environment.as_str()),
+                    webhook_deliveries::url.eq(destination.url.as_str()),
+                    webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
+                    webhook_deliveries::next_attempt_at.eq(Some(event.created_at.as_millis())),
+                    webhook_deliveries::created_at.eq(event.created_at.as_millis()),
+                )
+            })
+            .collect();
+        crate::with_conn!(conn.reborrow(), |c| {
+            diesel::insert_into(webhook_events::table)
+                .values(event_row)
+                .execute(c)?;
+            for delivery in &deliveries {
+                diesel::insert_into(webhook_deliveries::table)
+                    .values(*delivery)
+                    .execute(c)?;
+            }
+            Ok::<_, DbError>(())
+        })?;
+    }
+    Ok(())
+}
+
+#[derive(Debug, Queryable, QueryableByName, Selectable)]
+#[diesel(table_name = webhook_deliveries)]
+struct DeliveryRow {
+    id: String,
+    event_id: String,
+    application_id: String,
+    environment: String,
+    url: String,
+    status: String,
+    next_attempt_at: Option<i64>,
+    created_at: i64,
+}
+
+#[derive(Debug, Queryable, Selectable)]
+#[diesel(table_name = webhook_attempts)]
+struct AttemptRow {
+    delivery_id: String,
+    attempted_at: i64,
+    status_code: Option<i32>,
+    error: Option<String>,
+    duration_ms: i64,
+}
+
+/// An event's id, type and body.
+type EventRow = (String, String, Vec<u8>);
+
+/// Everything a delivery needs besides its own row.
+struct Parts {
+    events: HashMap<String, (String, Vec<u8>)>,
+    attempts: HashMap<String, Vec<Attempt>>,
+}
+
+/// Loads the events and attempts of `rows` in two queries.
+fn load_parts(mut conn: AnyConnection<'_>, rows: &[DeliveryRow]) -> Result<Parts, DbError> {
+    let event_ids: Vec<&str> = rows.iter().map(|row| row.event_id.as_str()).collect();
+    let delivery_ids: Vec<&str> = rows.iter().map(|row| row.id.as_str()).collect();
+    let (events, attempts): (Vec<EventRow>, Vec<AttemptRow>) =
+        crate::with_conn!(conn.reborrow(), |c| {
+            let events = webhook_events::table
+                .filter(webhook_events::id.eq_any(&event_ids))
+                .select((
+                    webhook_events::id,
+                    webhook_events::event_type,
+                    webhook_events::body,
+                ))
+                .load(c)?;
+            let attempts = webhook_attempts::table
+                .filter(webhook_attempts::delivery_id.eq_any(&delivery_ids))
+                .order(webhook_attempts::id)
+                .select(AttemptRow::as_select())
+                .load(c)?;
+            Ok::<_, DbError>((events, attempts))
+        })?;
+    let mut grouped: HashMap<String, Vec<Attempt>> = HashMap::new();
+    for row in attempts {
+        grouped.entry(row.delivery_id).or_default().push(Attempt {
+            at: Timestamp::from_millis(row.attempted_at),
+            status_code: row.status_code.and_then(|code| u16::try_from(code).ok()),
+            error: row.error,
+            duration_ms: u64::try_from(row.duration_ms).unwrap_or(0),
+        });
+    }
+    Ok(Parts {
+        events: events
+            .into_iter()
+            .map(|(id, event_type, body)| (id, (event_type, body)))
+            .collect(),
+        attempts: grouped,
+    })
+}
+
+fn assemble(rows: Vec<DeliveryRow>, mut parts: Parts) -> Result<Vec<Delivery>, StoreError> {
+    rows.into_iter()
+        .map(|row| {
+            let corrupt = |what: &str| {
+                StoreError::Unavailable(
+                    format!("unreadable stored value: {what} of {}", row.id).into(),
+                )
+            };
+            // One event may have several deliveries (one per destination).
+            let (event_type, body) = parts
+                .events
+                .get(&row.event_id)
+                .cloned()
+                .ok_or_else(|| corrupt("event"))?;
+            Ok(Delivery {
+                event_type: EventType::parse(&event_type).ok_or_else(|| corrupt("event type"))?,
+                environment: Environment::parse(&row.environment)
+                    .ok_or_else(|| corrupt("environment"))?,
+                status: DeliveryStatus::parse(&row.status).ok_or_else(|| corrupt("status"))?,
+                attempts: parts.attempts.remove(&row.id).unwrap_or_default(),
+                id: DeliveryId::from_trusted(row.id),
+                event_id: EventId::from_trusted(row.event_id),
+                application_id: ApplicationId::from_trusted(row.application_id),
+                url: row.url,
+                body,
+                next_attempt_at: row.next_attempt_at.map(Timestamp::from_millis),
+                created_at: Timestamp::from_millis(row.created_at),
+            })
+        })
+        .collect()
+}
+
+#[async_trait]
+impl DeliveryStore for DieselDeliveryStore {
+    async fn enqueue(&self, outbox: &[Outbox]) -> Result<(), StoreError> {
+        let outbox = outbox.to_vec();
+        self.db
+            .write(move |conn| write_outbox(conn, &outbox))
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn list(
+        &self,
+        application: &ApplicationId,
+        environment: Environment,
+        status: Option<DeliveryStatus>,
+        page: PageRequest,
+    ) -> Result<Page<Delivery>, StoreError> {
+        let application = application.as_str().to_owned();
+        let (rows, total, parts) = self
+            .db
+            .read(move |mut conn| {
+                let (rows, total): (Vec<DeliveryRow>, i64) =
+                    crate::with_conn!(conn.reborrow(), |c| {
+                        let scoped = || {
+                            let mut query = webhook_deliveries::table
+                                .filter(webhook_deliveries::application_id.eq(&application))
+                                .filter(webhook_deliveries::environment.eq(environment.as_str()))
+                                .into_boxed();
+                            if let Some(status) = status {
+                                query =
+                                    query.filter(webhook_deliveries::status.eq(status.as_str()));
+                            }
+                            query
+                        };
+                        let total = scoped().count().get_result(c)?;
+                        let rows = scoped()
+                            .order((
+                                webhook_deliveries::created_at.desc(),
+                                webhook_deliveries::id.desc(),
+                            ))
+                            .limit(i64::from(page.limit()))
+                            .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+                            .select(DeliveryRow::as_select())
+                            .load(c)?;
+                        Ok::<_, DbError>((rows, total))
+                    })?;
+                let parts = load_parts(conn, &rows)?;
+                Ok((rows, total, parts))
+            })
+            .await
+            .map_err(unavailable)?;
+        Ok(Page {
+            items: assemble(rows, parts)?,
+            request: page,
+            total: u64::try_from(total).unwrap_or(0),
+        })
+    }
+
+    async fn find(
+        &self,
+        application: &ApplicationId,
+        environment: Environment,
+        id: &DeliveryId,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let application = application.as_str().to_owned();
+        let id = id.as_str().to_owned();
+        let (rows, parts) = self
+            .db
+            .read(move |mut conn| {
+                let rows: Vec<DeliveryRow> =
+                    crate::with_conn!(conn.reborrow(), |c| webhook_deliveries::table
+                        .filter(webhook_deliveries::id.eq(&id))
+                        .filter(webhook_deliveries::application_id.eq(&application))
+                        .filter(webhook_deliveries::environment.eq(environment.as_str()))
+                        .select(DeliveryRow::as_select())
+                        .load(c))?;
+                let parts = load_parts(conn, &rows)?;
+                Ok((rows, parts))
+            })
+            .await
+            .map_err(unavailable)?;
+        Ok(assemble(rows, parts)?.into_iter().next())
+    }
+
+    async fn lease_due(
+        &self,
+        now: Timestamp,
+        lease_until: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<Delivery>, StoreError> {
+        let (rows, parts) = self
+            .db
+            .write(move |mut conn| {
+                let rows = lease_rows(conn.reborrow(), now, lease_until, limit)?;
+                let parts = load_parts(conn, &rows)?;
+                Ok((rows, parts))
+            })
+            .await
+            .map_err(unavailable)?;
+        let mut deliveries = assemble(rows, parts)?;
+        deliveries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        Ok(deliveries)
+    }
+
+    async fn record_attempt(
+        &self,
+        id: &DeliveryId,
+        attempt: &Attempt,
+        next: NextStep,
+    ) -> Result<(), StoreError> {
+        let id = id.as_str().to_owned();
+        let attempt = attempt.clone();
+        let (status, next_attempt_at) = match next {
+            NextStep::Succeeded => (DeliveryStatus::Succeeded, None),
+            NextStep::RetryAt(at) => (DeliveryStatus::Pending, Some(at.as_millis())),
+            NextStep::Failed => (DeliveryStatus::Failed, None),
+        };
+        let updated = self
+            .db
+            .write(move |conn| {
+                crate::with_conn!(conn, |c| {
+                    let updated = diesel::update(webhook_deliveries::table.find(&id))
+                        .set((
+                            webhook_deliveries::status.eq(status.as_str()),
+                            webhook_deliveries::next_attempt_at.eq(next_attempt_at),
+                        ))
+                        .execute(c)?;
+                    if updated == 0 {
+                        return Ok(0);
+                    }
+                    diesel::insert_into(webhook_attempts::table)
+                        .values((
+                            webhook_attempts::delivery_id.eq(&id),
+                            webhook_attempts::attempted_at.eq(attempt.at.as_millis()),
+                            webhook_attempts::status_code.eq(attempt.status_code.map(i32::from)),
+                            webhook_attempts::error.eq(&attempt.error),
+                            webhook_attempts::duration_ms
+                                .eq(i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX)),
+                        ))
+                        .execute(c)?;
+                    Ok::<_, DbError>(updated)
+                })
+            })
+            .await
+            .map_err(unavailable)?;
+        if updated == 0 {
+            Err(StoreError::NotFound)
+        } else {
+            Ok(())
+        }
+    }
+
+    async fn retry_now(
+        &self,
+        application: &ApplicationId,
+        environment: Environment,
+        id: &DeliveryId,
+        now: Timestamp,
+    ) -> Result<Option<Delivery>, StoreError> {
+        let scoped_application = application.as_str().to_owned();
+        let scoped_id = id.as_str().to_owned();
+        let updated = self
+            .db
+            .write(move |conn| {
+                Ok(crate::with_conn!(conn, |c| diesel::update(
+                    webhook_deliveries::table
+                        .filter(webhook_deliveries::id.eq(&scoped_id))
+                        .filter(webhook_deliveries::application_id.eq(&scoped_application))
+                        .filter(webhook_deliveries::environment.eq(environment.as_str()))
+                )
+                .set((
+                    webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
+                    webhook_deliveries::next_attempt_at.eq(Some(now.as_millis())),
+                ))
+                .execute(c))?)
+            })
+            .await
+            .map_err(unavailable)?;
+        if updated == 0 {
+            return Ok(None);
+        }
+        self.find(application, environment, id).await
+    }
+}
+
+/// Moves due deliveries' next attempt to the end of the lease and returns them, in one
+/// statement; PostgreSQL skips rows another worker holds.
+fn lease_rows(
+    conn: AnyConnection<'_>,
+    now: Timestamp,
+    lease_until: Timestamp,
+    limit: u32,
+) -> Result<Vec<DeliveryRow>, DbError> {
+    const LEASE: &str = "UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id IN (\
+        SELECT id FROM webhook_deliveries \
+        WHERE status = $2 AND next_attempt_at <= $3 \
+        ORDER BY next_attempt_at, id LIMIT $4{LOCK}) \
+        RETURNING id, event_id, application_id, environment, url, status, next_attempt_at, created_at";
+    let pending = DeliveryStatus::Pending.as_str();
+    let rows = match conn {
+        AnyConnection::Sqlite(c) => diesel::sql_query(LEASE.replace("{LOCK}", ""))
+            .bind::<BigInt, _>(lease_until.as_millis())
+            .bind::<Text, _>(pending)
+            .bind::<BigInt, _>(now.as_millis())
+            .bind::<BigInt, _>(i64::from(limit))
+            .load(c)?,
+        AnyConnection::Postgres(c) => {
+            diesel::sql_query(LEASE.replace("{LOCK}", " FOR UPDATE SKIP LOCKED"))
+                .bind::<BigInt, _>(lease_until.as_millis())
+                .bind::<Text, _>(pending)
+                .bind::<BigInt, _>(now.as_millis())
+                .bind::<BigInt, _>(i64::from(limit))
+                .load(c)?
+        }
+    };
+    Ok(rows)
+}

@@ -1,0 +1,17 @@
+#![doc = include_str!("../README.md")]
+
+mod dispatcher;
+mod model;
+pub mod ports;
+mod schedule;
+
+#[cfg(feature = "contract")]
+pub mod contract;
+
+pub use dispatcher::{DeliveryReport, Dispatcher};
+pub use model::{Attempt, Delivery, DeliveryStatus, Destination, Event, EventType, Outbox};
+pub use ports::{
+    DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError, WebhookRequest,
+    WebhookSigner, WebhookTransport,
+};
+pub use schedule::{InvalidSchedule, RetrySchedule};
