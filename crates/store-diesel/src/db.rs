@@ -260,6 +260,9 @@ fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
     let busy_timeout_ms = options.busy_timeout.as_millis();
     // The writer first: it creates the file and switches it to WAL before readers open it.
     let write = Pool::builder()
+        // A broken connection fails its query, which is reported like any database error;
+        // testing every checkout would double the round trips of every request.
+        .test_on_check_out(false)
         .max_size(1)
         .connection_timeout(options.acquire_timeout)
         .connection_customizer(Box::new(SqliteSetup {
@@ -268,6 +271,9 @@ fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
         }))
         .build(ConnectionManager::<SqliteConnection>::new(path))?;
     let read = Pool::builder()
+        // A broken connection fails its query, which is reported like any database error;
+        // testing every checkout would double the round trips of every request.
+        .test_on_check_out(false)
         .max_size(options.max_connections.max(1))
         .min_idle(Some(options.min_idle.min(options.max_connections)))
         .connection_timeout(options.acquire_timeout)
@@ -281,6 +287,9 @@ fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
 
 fn open_postgres(url: &str, options: &DbOptions) -> Result<Pools, OpenError> {
     let pool = Pool::builder()
+        // A broken connection fails its query, which is reported like any database error;
+        // testing every checkout would double the round trips of every request.
+        .test_on_check_out(false)
         .max_size(options.max_connections.max(1))
         .min_idle(Some(options.min_idle.min(options.max_connections)))
         .connection_timeout(options.acquire_timeout)

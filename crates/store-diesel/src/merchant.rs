@@ -64,14 +64,6 @@ fn found_one(changed: usize) -> Result<(), DbError> {
     }
 }
 
-/// Lends the connection for one step of a transaction, keeping it for the next.
-fn reborrow<'c>(conn: &'c mut AnyConnection<'_>) -> AnyConnection<'c> {
-    match conn {
-        AnyConnection::Sqlite(c) => AnyConnection::Sqlite(c),
-        AnyConnection::Postgres(c) => AnyConnection::Postgres(c),
-    }
-}
-
 /// How a row is locked on PostgreSQL until the transaction ends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Lock {

@@ -15,7 +15,7 @@ use idconsent_merchant::ports::{MerchantRepository, NewKey, RepositoryError, con
 
 use super::team::UserRow;
 use super::{
-    DieselMerchantStore, Lock, NOT_FOUND, corrupt, found_one, lock_merchant, page_bounds, reborrow,
+    DieselMerchantStore, Lock, NOT_FOUND, corrupt, found_one, lock_merchant, page_bounds,
     repository_error, total,
 };
 use crate::error::DbError;
@@ -291,7 +291,7 @@ impl MerchantRepository for DieselMerchantStore {
                 Ok(with_conn!(conn, |c| merchants::table
                     .find(id)
                     .select(MerchantRow::as_select())
-                    .first(c)
+                    .get_result(c)
                     .optional())?)
             })
             .await
@@ -422,7 +422,7 @@ impl MerchantRepository for DieselMerchantStore {
                         let exists = merchants::table
                             .find(&id)
                             .select(merchants::id)
-                            .first::<String>(c)
+                            .get_result::<String>(c)
                             .optional()?
                             .is_some();
                         return Err(DbError::Rollback(if exists {
@@ -459,7 +459,7 @@ impl MerchantRepository for DieselMerchantStore {
                 if status != MerchantStatus::InReview.as_str() {
                     return Err(DbError::Rollback(conflicts::WRONG_STATUS));
                 }
-                approve_locked(reborrow(&mut conn), &id, &keys, at)
+                approve_locked(conn.reborrow(), &id, &keys, at)
             })
             .await
             .map_err(repository_error)
@@ -522,7 +522,7 @@ fn approve_locked(
             let owner = applications::table
                 .find(&key.application_id)
                 .select(applications::merchant_id)
-                .first::<String>(c)
+                .get_result::<String>(c)
                 .optional()?;
             if owner.as_deref() != Some(id) {
                 // A key for an application this merchant does not have: the caller's list

@@ -16,7 +16,7 @@ use idconsent_merchant::ports::{ApplicationRepository, NewKey, RepositoryError, 
 use super::accounts::NewCredentialRow;
 use super::{
     DieselMerchantStore, Lock, NOT_FOUND, corrupt, found_one, lock_application, lock_merchant,
-    page_bounds, reborrow, repository_error, total,
+    page_bounds, repository_error, total,
 };
 use crate::error::DbError;
 use crate::schema::{api_credentials, applications};
@@ -210,7 +210,7 @@ impl ApplicationRepository for DieselMerchantStore {
                 if (status == MerchantStatus::Live.as_str()) != live {
                     return Err(DbError::Rollback(conflicts::WRONG_STATUS));
                 }
-                with_conn!(reborrow(&mut conn), |c| {
+                with_conn!(conn.reborrow(), |c| {
                     diesel::insert_into(applications::table)
                         .values(&row)
                         .execute(c)?;
@@ -233,7 +233,7 @@ impl ApplicationRepository for DieselMerchantStore {
                     let row = applications::table
                         .find(&id)
                         .select(ApplicationRow::as_select())
-                        .first(c)
+                        .get_result(c)
                         .optional()?;
                     Ok(match row {
                         Some(row) => Some((row, current_keys!(c, [&id])?)),
@@ -312,7 +312,7 @@ impl ApplicationRepository for DieselMerchantStore {
                 if !lock_application(&mut conn, &row.application_id)? {
                     return Err(DbError::Rollback(NOT_FOUND));
                 }
-                with_conn!(reborrow(&mut conn), |c| {
+                with_conn!(conn.reborrow(), |c| {
                     let revoked = diesel::update(
                         api_credentials::table
                             .filter(api_credentials::application_id.eq(&row.application_id))
@@ -379,11 +379,16 @@ impl ApplicationRepository for DieselMerchantStore {
                         .filter(api_credentials::key_hash.eq(&hash))
                         .filter(api_credentials::revoked_at.is_null())
                         .select((ApplicationRow::as_select(), api_credentials::environment))
-                        .first::<(ApplicationRow, String)>(c)
+                        .get_result::<(ApplicationRow, String)>(c)
                         .optional()?;
                     Ok(match found {
                         Some((row, environment)) => {
-                            let keys = current_keys!(c, [&row.id])?;
+                            // `=` rather than `IN`: a statement SQLite can cache.
+                            let keys = api_credentials::table
+                                .filter(api_credentials::application_id.eq(&row.id))
+                                .filter(api_credentials::revoked_at.is_null())
+                                .select(CurrentKeyRow::as_select())
+                                .load::<CurrentKeyRow>(c)?;
                             Some((row, environment, keys))
                         }
                         None => None,

@@ -82,7 +82,7 @@ impl CodeRepository for DieselMerchantStore {
                 Ok(with_conn!(conn, |c| one_time_codes::table
                     .find((purpose.as_str(), subject))
                     .select(CodeRow::as_select())
-                    .first(c)
+                    .get_result(c)
                     .optional())?)
             })
             .await
@@ -103,7 +103,7 @@ impl CodeRepository for DieselMerchantStore {
                     .filter(one_time_codes::purpose.eq(purpose.as_str()))
                     .filter(one_time_codes::code_hash.eq(code_hash))
                     .select(CodeRow::as_select())
-                    .first(c)
+                    .get_result(c)
                     .optional())?)
             })
             .await
@@ -137,7 +137,7 @@ impl CodeRepository for DieselMerchantStore {
                         None => one_time_codes::table
                             .find(key)
                             .select(one_time_codes::attempts_left)
-                            .first::<i32>(c)
+                            .get_result::<i32>(c)
                             .optional()?
                             .ok_or(DbError::Rollback(NOT_FOUND)),
                     }

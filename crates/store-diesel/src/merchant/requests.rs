@@ -157,7 +157,7 @@ impl IdempotencyStore for DieselMerchantStore {
                         let row = idempotency_keys::table
                             .find((&scope, &key))
                             .select(KeyRow::as_select())
-                            .first(c)
+                            .get_result(c)
                             .optional()?;
                         if let Some(row) = row {
                             return Ok(Claim::Found(row));

@@ -8,8 +8,7 @@ use idconsent_merchant::model::{MerchantUser, Role, UserStatus};
 use idconsent_merchant::ports::{RepositoryError, TeamRepository, conflicts};
 
 use super::{
-    DieselMerchantStore, NOT_FOUND, corrupt, found_one, lock_active_owners, reborrow,
-    repository_error,
+    DieselMerchantStore, NOT_FOUND, corrupt, found_one, lock_active_owners, repository_error,
 };
 use crate::error::DbError;
 use crate::schema::merchant_users;
@@ -91,7 +90,7 @@ impl TeamRepository for DieselMerchantStore {
                 Ok(with_conn!(conn, |c| merchant_users::table
                     .find(id)
                     .select(UserRow::as_select())
-                    .first(c)
+                    .get_result(c)
                     .optional())?)
             })
             .await
@@ -111,7 +110,7 @@ impl TeamRepository for DieselMerchantStore {
                     .filter(merchant_users::email.eq(email))
                     .filter(merchant_users::status.ne(REMOVED))
                     .select(UserRow::as_select())
-                    .first(c)
+                    .get_result(c)
                     .optional())?)
             })
             .await
@@ -163,7 +162,7 @@ impl TeamRepository for DieselMerchantStore {
                         let exists = merchant_users::table
                             .find(&id)
                             .select(merchant_users::id)
-                            .first::<String>(c)
+                            .get_result::<String>(c)
                             .optional()?
                             .is_some();
                         return Err(DbError::Rollback(if exists {
@@ -192,11 +191,11 @@ impl TeamRepository for DieselMerchantStore {
                 // Locked before counting: of two owners removed at once, the second sees the
                 // first one gone.
                 let active_owners = lock_active_owners(&mut conn, &merchant)?;
-                with_conn!(reborrow(&mut conn), |c| {
+                with_conn!(conn.reborrow(), |c| {
                     let member = merchant_users::table
                         .find(&id)
                         .select((merchant_users::merchant_id, merchant_users::status))
-                        .first::<(String, String)>(c)
+                        .get_result::<(String, String)>(c)
                         .optional()?;
                     let Some((_, status)) = member.filter(|(owner, _)| *owner == merchant) else {
                         return Err(DbError::Rollback(NOT_FOUND));
