@@ -24,6 +24,12 @@ lint:
 bench:
     cargo bench --workspace
 
+# Signed POST /v1/consents/auth against the release binary on SQLite: server on core 0, load on
+# core 1, 20 s at 64 then 32 connections (knobs in the script's header; figures in
+# docs/performance.md).
+load-consents:
+    bash scripts/load-consents.sh
+
 # What CI runs.
 ci:
     bash .ci/run

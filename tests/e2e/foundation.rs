@@ -364,9 +364,17 @@ mod production {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dev_routes_do_not_exist_and_unconfigured_channels_are_named() {
-        let app = TestApp::start_with(Backend::Sqlite, |config| config.mode = Mode::Production)
-            .await
-            .unwrap();
+        let app = TestApp::start_with(Backend::Sqlite, |config| {
+            config.mode = Mode::Production;
+            // Production never generates OAuth signing keys; the operator creates them
+            // (`idconsent admin oauth-keys rotate`).
+            let now =
+                idconsent_kernel::Timestamp::from_millis(idconsent_e2e::scenario::now_millis());
+            idconsent_jose::Es256KeyRing::open_or_create(config.oauth_keys_dir.clone(), now)
+                .unwrap();
+        })
+        .await
+        .unwrap();
         error(
             app.get("/v1/dev/messages?to=%2B15551234567").await,
             404,

@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+pub mod enduser;
+pub mod receiver;
 pub mod scenario;
 
 pub use idconsent_store_diesel::Backend;
@@ -33,6 +35,13 @@ impl TestApp {
         backend: Backend,
         adjust: impl FnOnce(&mut idconsent_server::Config),
     ) -> Option<Self> {
+        // IDC_TEST_LOG=debug shows the servers' logs (all tests of the binary share them).
+        if let Ok(filter) = std::env::var("IDC_TEST_LOG") {
+            let _ = tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_test_writer()
+                .try_init();
+        }
         let database = TestDatabase::of(backend)?;
         let data_dir = tempfile::tempdir().unwrap();
         let mut config = idconsent_server::Config::for_tests(
@@ -89,6 +98,13 @@ impl TestApp {
             self._database.url.clone(),
         );
         idconsent_server::start(config).await.unwrap()
+    }
+
+    /// Stops the server but keeps its database and data directory, for a restart.
+    pub async fn stop_server(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.stop().await;
+        }
     }
 
     pub async fn stop(mut self) {

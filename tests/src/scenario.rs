@@ -45,6 +45,21 @@ pub fn now_millis() -> i64 {
         .as_millis() as i64
 }
 
+/// The current time in milliseconds, strictly increasing across calls in this process.
+///
+/// The server refuses a second request with the same key, timestamp and body as a replay, so
+/// two identical requests sent within one millisecond (a test re-reading a status, say) must
+/// not share a timestamp.
+pub fn unique_signing_millis() -> i64 {
+    use std::sync::atomic::{AtomicI64, Ordering};
+    static LAST: AtomicI64 = AtomicI64::new(0);
+    let now = now_millis();
+    let previous = LAST
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1)))
+        .expect("the update closure always returns Some");
+    now.max(previous + 1)
+}
+
 impl TestApp {
     /// A request with a merchant session.
     pub fn as_merchant(&self, method: Method, path: &str, token: &str) -> RequestBuilder {
@@ -191,12 +206,22 @@ impl TestApp {
 
     /// A sandbox application with every request type, its callback on localhost.
     pub async fn application(&self, merchant: &Merchant) -> Application {
+        self.application_calling(merchant, "http://127.0.0.1:9/hooks")
+            .await
+    }
+
+    /// A sandbox application whose default webhook URL is `callback_url`.
+    pub async fn application_calling(
+        &self,
+        merchant: &Merchant,
+        callback_url: &str,
+    ) -> Application {
         let created = self
             .create_application(
                 merchant,
                 &json!({
                     "name": "Checkout",
-                    "callbackUrl": "http://127.0.0.1:9/hooks",
+                    "callbackUrl": callback_url,
                     "redirectUris": ["https://shop.example/oauth/callback"],
                 }),
             )
@@ -289,6 +314,6 @@ impl TestApp {
         secret: &str,
         body: &[u8],
     ) -> RequestBuilder {
-        self.signed_at(method, path, api_key, secret, body, now_millis())
+        self.signed_at(method, path, api_key, secret, body, unique_signing_millis())
     }
 }

@@ -9,11 +9,30 @@ use idconsent_merchant::model::Merchant;
 use idconsent_store_diesel::Db;
 use secrecy::ExposeSecret;
 
-use crate::cli::{AdminCommand, MerchantCommand};
+use crate::cli::{AdminCommand, MerchantCommand, OauthKeyCommand};
 use crate::config::Config;
 use crate::context::AppContext;
+use idconsent_jose::Es256KeyRing;
 
 pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
+    // Keys come first: a production server cannot even be wired without one.
+    if let AdminCommand::OauthKeys(OauthKeyCommand::Rotate) = command {
+        let now = idconsent_kernel::Clock::now(&idconsent_kernel::SystemClock);
+        let dir = config.oauth_keys_dir.clone();
+        let kid = match Es256KeyRing::open(dir.clone()) {
+            Ok(mut ring) => ring.rotate(now).map_err(|e| e.to_string())?,
+            Err(_) => Es256KeyRing::open_or_create(dir.clone(), now)
+                .map_err(|e| e.to_string())?
+                .active_kid()
+                .to_owned(),
+        };
+        let _ = writeln!(
+            std::io::stdout(),
+            "active OAuth signing key: {kid} (in {})",
+            dir.display()
+        );
+        return Ok(());
+    }
     let database_url = config.database_url.expose_secret().to_owned();
     let db_options = config.db.clone();
     let db = tokio::task::spawn_blocking(move || -> Result<Db, String> {
@@ -54,6 +73,7 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             let _ = writeln!(out, "approved: {}", line(&merchant));
         }
+        AdminCommand::OauthKeys(_) => {}
         AdminCommand::Merchants(MerchantCommand::Reject { id, reason }) => {
             let merchant = merchants
                 .reject_merchant(&id, &reason)

@@ -40,6 +40,16 @@ pub enum AdminCommand {
     /// Merchant accounts and the go-live review.
     #[command(subcommand)]
     Merchants(MerchantCommand),
+    /// The ES256 keys that sign OAuth access tokens (in IDC_OAUTH_KEYS_DIR).
+    #[command(subcommand)]
+    OauthKeys(OauthKeyCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OauthKeyCommand {
+    /// Create the first key, or a new active key; the previous one keeps verifying (and stays
+    /// in the JWKS) until its last token expires. Restart the servers to sign with it.
+    Rotate,
 }
 
 #[derive(Debug, Subcommand)]

@@ -10,6 +10,7 @@ use std::time::Duration;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_store_diesel::DbOptions;
+use idconsent_webhook::RetrySchedule;
 use secrecy::{ExposeSecret, SecretString};
 
 /// `dev` gives a working server with no setup (dev mailbox, generated keys); `production`
@@ -150,6 +151,56 @@ pub struct Settings {
     #[arg(long, env = "IDC_REGISTRY_AUTH_HEADER", value_parser = secret, hide_env_values = true, global = true)]
     pub registry_auth_header: Option<SecretString>,
 
+    /// How long a consent session waits for a decision, in seconds.
+    #[arg(
+        long,
+        env = "IDC_CONSENT_TTL_SECONDS",
+        default_value_t = 300,
+        global = true
+    )]
+    pub consent_ttl_seconds: u64,
+
+    /// Waits between webhook attempts, e.g. `5s,5m,30m,2h,5h,10h,10h` (the default).
+    #[arg(long, env = "IDC_WEBHOOK_RETRY_SCHEDULE", global = true)]
+    pub webhook_retry_schedule: Option<String>,
+
+    /// The mobile app's URI scheme: QR codes encode `<scheme>://auth/<sessionId>`.
+    #[arg(
+        long,
+        env = "IDC_APP_SCHEME",
+        default_value = "idconsent",
+        global = true
+    )]
+    pub app_scheme: String,
+
+    /// Directory of the ES256 keys that sign OAuth access tokens. Dev: `<data dir>/oauth-keys`,
+    /// created with a first key. Production: required, and must hold a key
+    /// (`idconsent admin oauth rotate-key` creates one).
+    #[arg(long, env = "IDC_OAUTH_KEYS_DIR", global = true)]
+    pub oauth_keys_dir: Option<PathBuf>,
+
+    /// How long an OAuth authorization code can be exchanged, in seconds.
+    #[arg(
+        long,
+        env = "IDC_OAUTH_CODE_TTL_SECONDS",
+        default_value_t = 600,
+        global = true
+    )]
+    pub oauth_code_ttl_seconds: u64,
+
+    /// WebAuthn relying-party ID: the domain passkeys are bound to.
+    #[arg(long, env = "IDC_RP_ID", default_value = "localhost", global = true)]
+    pub rp_id: String,
+
+    /// Comma-separated origins the app's WebAuthn calls may come from.
+    #[arg(
+        long,
+        env = "IDC_RP_ORIGINS",
+        default_value = "http://localhost:8080",
+        global = true
+    )]
+    pub rp_origins: String,
+
     /// HTTP SMS gateway endpoint (receives `POST {"to", "body"}`).
     #[arg(long, env = "IDC_SMS_GATEWAY_URL", global = true)]
     pub sms_gateway_url: Option<String>,
@@ -233,6 +284,14 @@ pub struct Config {
     pub dashboard_url: String,
     pub allow_private_callbacks: bool,
     pub registry: RegistrySettings,
+    pub consent_ttl: Duration,
+    pub webhook_retry: RetrySchedule,
+    pub app_scheme: String,
+    pub rp_id: String,
+    pub oauth_keys_dir: PathBuf,
+    pub oauth_code_ttl: Duration,
+    /// Comma-separated, as configured.
+    pub rp_origins: String,
     /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
     /// tests are stopped through their handle instead.
     pub handle_signals: bool,
@@ -258,6 +317,12 @@ pub enum ConfigError {
     DashboardUrl,
     #[error("IDC_REGISTRY=http needs IDC_REGISTRY_URL")]
     RegistryUrl,
+    #[error("IDC_WEBHOOK_RETRY_SCHEDULE: {0}")]
+    RetrySchedule(#[from] idconsent_webhook::InvalidSchedule),
+    #[error("IDC_CONSENT_TTL_SECONDS must be between 1 and 86400")]
+    ConsentTtl,
+    #[error("IDC_APP_SCHEME must be a URI scheme: a letter, then letters, digits, '+', '-' or '.'")]
+    AppScheme,
     #[error("cannot use the data directory {path}: {source}")]
     DataDir {
         path: String,
@@ -279,6 +344,24 @@ impl Settings {
         let dashboard_url = match self.dashboard_url {
             Some(url) => normalise_base_url(url).map_err(|_| ConfigError::DashboardUrl)?,
             None => base_url.clone(),
+        };
+        if !(1..=86_400).contains(&self.consent_ttl_seconds) {
+            return Err(ConfigError::ConsentTtl);
+        }
+        let scheme_ok = self
+            .app_scheme
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_lowercase())
+            && self.app_scheme.chars().all(|c| {
+                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.')
+            });
+        if !scheme_ok {
+            return Err(ConfigError::AppScheme);
+        }
+        let webhook_retry = match &self.webhook_retry_schedule {
+            Some(text) => RetrySchedule::parse(text)?,
+            None => RetrySchedule::default(),
         };
         let registry = match self.registry {
             RegistryKind::Sandbox => RegistrySettings::Sandbox,
@@ -303,6 +386,13 @@ impl Settings {
             None => SecretString::from(dev_secret(&self.data_dir, "admin.token", || {
                 hex(&random_bytes::<24>())
             })?),
+        };
+        let oauth_keys_dir = match self.oauth_keys_dir {
+            Some(dir) => dir,
+            None if production => {
+                return Err(ConfigError::RequiredInProduction("IDC_OAUTH_KEYS_DIR"));
+            }
+            None => self.data_dir.join("oauth-keys"),
         };
         Ok(Config {
             mode: self.mode,
@@ -331,6 +421,13 @@ impl Settings {
             dashboard_url,
             allow_private_callbacks: self.allow_private_callbacks.unwrap_or(!production),
             registry,
+            consent_ttl: Duration::from_secs(self.consent_ttl_seconds),
+            webhook_retry,
+            app_scheme: self.app_scheme,
+            rp_id: self.rp_id,
+            oauth_keys_dir,
+            oauth_code_ttl: Duration::from_secs(self.oauth_code_ttl_seconds.clamp(1, 3600)),
+            rp_origins: self.rp_origins,
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
         })
@@ -341,6 +438,7 @@ impl Config {
     /// A dev-mode configuration on the given database, for embedding the server in tests:
     /// random port, fixed keys, no signal handling.
     pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
+        let oauth_keys_dir = data_dir.join("oauth-keys");
         Self {
             mode: Mode::Dev,
             bind: "127.0.0.1:0".into(),
@@ -361,6 +459,13 @@ impl Config {
             dashboard_url: "http://dashboard.test".into(),
             allow_private_callbacks: true,
             registry: RegistrySettings::Sandbox,
+            consent_ttl: Duration::from_secs(300),
+            webhook_retry: RetrySchedule::parse("200ms,200ms,200ms,200ms").unwrap_or_default(),
+            app_scheme: "idconsent".into(),
+            rp_id: "localhost".into(),
+            oauth_keys_dir,
+            oauth_code_ttl: Duration::from_secs(600),
+            rp_origins: "http://localhost:8080".into(),
             handle_signals: false,
             worker_poll_interval: Duration::from_millis(100),
         }
@@ -493,7 +598,7 @@ mod tests {
         .unwrap_err();
         assert!(error.to_string().contains("IDC_ADMIN_TOKEN"));
         let token = "t".repeat(40);
-        let config = settings(&[
+        let production = [
             "--data-dir",
             data_dir,
             "--mode",
@@ -502,9 +607,13 @@ mod tests {
             &key,
             "--admin-token",
             &token,
-        ])
-        .resolve()
-        .unwrap();
+        ];
+        let error = settings(&production).resolve().unwrap_err();
+        assert!(error.to_string().contains("IDC_OAUTH_KEYS_DIR"));
+        let keys = dir.path().join("keys");
+        let mut with_keys = production.to_vec();
+        with_keys.extend(["--oauth-keys-dir", keys.to_str().unwrap()]);
+        let config = settings(&with_keys).resolve().unwrap();
         assert_eq!(config.mode, Mode::Production);
         assert!(!dir.path().join("master.key").exists());
     }

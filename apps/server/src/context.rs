@@ -4,7 +4,10 @@ use std::sync::Arc;
 
 use idconsent_auth_hmac::HmacRequestSignatures;
 use idconsent_blob_fs::FsBlobStore;
-use idconsent_jose::HmacSessionTokens;
+use idconsent_consent::{ConsentService, ConsentSettings, FloodLimits};
+use idconsent_enduser::{EndUserPorts, EndUserService, EndUserSettings};
+use idconsent_jose::{Es256KeyRing, Es256TokenSigner, HmacAppTokens, HmacSessionTokens};
+use idconsent_kernel::QrRenderer;
 use idconsent_kernel::{
     Clock, IdGenerator, KeyedHash, OsRandom, RandomSource, SecretVault, SystemClock, UlidGenerator,
 };
@@ -16,14 +19,24 @@ use idconsent_notification::{
     Channel, Dispatcher, MessageStore, MessageTransport, Notifier, Nudge, RetryPolicy,
 };
 use idconsent_notify::{DevMailbox, HttpSms, HttpSmsConfig, SmtpEmail};
+use idconsent_oauth::{OAuthPorts, OAuthService, OAuthSettings};
 use idconsent_password_argon2::Argon2Passwords;
+use idconsent_qr_render::QrCodegenRenderer;
 use idconsent_registry::{HttpRegistry, SandboxRegistry};
-use idconsent_store_diesel::{Db, DieselDeliveryStore, DieselMerchantStore, DieselMessageStore};
+use idconsent_store_diesel::{
+    Db, DieselDeliveryStore, DieselEndUserStore, DieselMerchantStore, DieselMessageStore,
+    DieselOAuthStore, DieselSessionStore,
+};
 use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
+use idconsent_webauthn::WebauthnCeremony;
 use idconsent_webhook::DeliveryStore;
+use idconsent_webhook_http::HttpWebhookTransport;
 use secrecy::ExposeSecret;
 use tokio::sync::Notify;
 
+use crate::adapters::{
+    ApplicationSigningSecrets, EnrolledClaims, EnrolledRecipients, PurposeTargets,
+};
 use crate::config::{Config, Mode, RegistrySettings};
 use crate::http::metrics::Metrics;
 use crate::http::openapi::ApiDocs;
@@ -45,6 +58,11 @@ pub struct AppContext {
     pub access: Arc<ApiAccess>,
     pub idempotency: Arc<Idempotency>,
     pub deliveries: Arc<dyn DeliveryStore>,
+    pub webhooks: Arc<idconsent_webhook::Dispatcher>,
+    pub consents: Arc<ConsentService>,
+    pub endusers: Arc<EndUserService>,
+    pub oauth: Arc<OAuthService>,
+    pub qr: Arc<dyn QrRenderer>,
     /// Forgets expired replay fingerprints and idempotency keys.
     pub merchant_store: Arc<DieselMerchantStore>,
     pub metrics: Arc<Metrics>,
@@ -56,6 +74,7 @@ pub struct AppContext {
 #[derive(Debug, Clone, Default)]
 pub struct Wake {
     pub notifications: Arc<Notify>,
+    pub webhooks: Arc<Notify>,
 }
 
 #[derive(Debug)]
@@ -79,6 +98,14 @@ pub enum WiringError {
     Tokens(#[from] idconsent_merchant::ports::TokenError),
     #[error("password hashing: {0}")]
     Passwords(#[from] idconsent_merchant::ports::PasswordError),
+    #[error(transparent)]
+    Webhooks(#[from] idconsent_webhook_http::BuildError),
+    #[error("OAuth signing keys (IDC_OAUTH_KEYS_DIR): {0}")]
+    OAuthKeys(#[from] idconsent_jose::KeyRingError),
+    #[error("IDC_RP_ID / IDC_RP_ORIGINS: {0}")]
+    RelyingParty(#[from] idconsent_webauthn::ConfigError),
+    #[error("app tokens: {0}")]
+    AppTokens(#[from] idconsent_enduser::ports::AccessTokenError),
 }
 
 impl AppContext {
@@ -148,6 +175,92 @@ impl AppContext {
             clock.clone(),
         ));
 
+        let deliveries: Arc<dyn DeliveryStore> = Arc::new(DieselDeliveryStore::new(db.clone()));
+        let webhooks = Arc::new(idconsent_webhook::Dispatcher::new(
+            deliveries.clone(),
+            Arc::new(HttpWebhookTransport::new(config.allow_private_callbacks)?),
+            Arc::new(idconsent_auth_hmac::HmacWebhookSigner),
+            Arc::new(ApplicationSigningSecrets {
+                applications: merchant_store.clone(),
+                vault: vault.clone(),
+                clock: clock.clone(),
+            }),
+            clock.clone(),
+            config.webhook_retry.clone(),
+        ));
+        let outbox_written: Arc<dyn Nudge> = Arc::new(NotifyNudge(wake.webhooks.clone()));
+        let enduser_store = Arc::new(DieselEndUserStore::new(db.clone()));
+        let consents = Arc::new(ConsentService::new(
+            Arc::new(DieselSessionStore::new(db.clone())),
+            Arc::new(EnrolledRecipients {
+                users: enduser_store.clone(),
+            }),
+            clock.clone(),
+            ids.clone(),
+            Some(outbox_written),
+            ConsentSettings {
+                ttl: config.consent_ttl,
+                app_scheme: config.app_scheme.clone(),
+                flood: FloodLimits::default(),
+                allow_private_callbacks: config.allow_private_callbacks,
+            },
+        ));
+        let keys = if config.mode == Mode::Dev {
+            Es256KeyRing::open_or_create(config.oauth_keys_dir.clone(), clock.now())
+        } else {
+            Es256KeyRing::open(config.oauth_keys_dir.clone())
+        }?;
+        let oauth = Arc::new(OAuthService::new(
+            OAuthPorts {
+                consents: consents.clone(),
+                store: Arc::new(DieselOAuthStore::new(db.clone())),
+                claims: Arc::new(EnrolledClaims {
+                    users: enduser_store.clone(),
+                }),
+                signer: Arc::new(Es256TokenSigner::new(
+                    keys,
+                    config.base_url.clone(),
+                    clock.clone(),
+                )),
+                vault: vault.clone(),
+                hasher: hasher.clone(),
+                clock: clock.clone(),
+                random: random.clone(),
+                ids: ids.clone(),
+            },
+            OAuthSettings {
+                code_ttl: config.oauth_code_ttl,
+                ..OAuthSettings::new(config.base_url.clone())
+            },
+        ));
+        let endusers = Arc::new(EndUserService::new(
+            EndUserPorts {
+                enrollments: enduser_store.clone(),
+                devices: enduser_store.clone(),
+                challenges: enduser_store.clone(),
+                refresh_tokens: enduser_store,
+                passkeys: Arc::new(WebauthnCeremony::from_origin_list(
+                    &config.rp_id,
+                    &config.rp_origins,
+                )?),
+                access_tokens: Arc::new(HmacAppTokens::new(&master.derive("app-access/hs256"))?),
+                targets: Arc::new(PurposeTargets {
+                    consents: consents.clone(),
+                    oauth: oauth.clone(),
+                    applications: merchant_store.clone(),
+                    merchants: merchant_store.clone(),
+                }),
+                notifications: notifier.clone(),
+                events: deliveries.clone(),
+                hasher: hasher.clone(),
+                clock: clock.clone(),
+                ids: ids.clone(),
+                random: random.clone(),
+                outbox_written: Some(Arc::new(NotifyNudge(wake.webhooks.clone()))),
+            },
+            EndUserSettings::default(),
+        ));
+
         Ok(Self {
             docs: Arc::new(ApiDocs::build(config.mode)),
             config: Arc::new(config),
@@ -164,7 +277,12 @@ impl AppContext {
             access,
             idempotency,
             merchant_store,
-            deliveries: Arc::new(DieselDeliveryStore::new(db.clone())),
+            deliveries,
+            webhooks,
+            consents,
+            endusers,
+            oauth,
+            qr: Arc::new(QrCodegenRenderer::default()),
             metrics: Arc::new(Metrics::new()),
             wake,
         })

@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod adapters;
 mod admin;
 pub mod cli;
 pub mod config;

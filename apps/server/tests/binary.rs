@@ -22,8 +22,32 @@ fn idconsent(data_dir: &std::path::Path, database_url: &str) -> Command {
     command
 }
 
+/// A server process killed when the test lets go of it, even when the test fails, so no
+/// server outlives its test.
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+impl std::ops::Deref for Server {
+    type Target = Child;
+    fn deref(&self) -> &Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Server {
+    fn deref_mut(&mut self) -> &mut Child {
+        &mut self.0
+    }
+}
+
 /// Starts `serve` and returns the process with the address it logged.
-fn serve(mut command: Command) -> (Child, String, mpsc::Receiver<String>) {
+fn serve(mut command: Command) -> (Server, String, mpsc::Receiver<String>) {
     let mut child = command.arg("serve").stderr(Stdio::piped()).spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let (lines, receiver) = mpsc::channel();
@@ -45,7 +69,7 @@ fn serve(mut command: Command) -> (Child, String, mpsc::Receiver<String>) {
             break event["address"].as_str().unwrap().to_owned();
         }
     };
-    (child, address, receiver)
+    (Server(child), address, receiver)
 }
 
 fn wait_for_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
@@ -138,6 +162,27 @@ fn production_refuses_to_start_without_its_secrets() {
 }
 
 #[test]
+fn the_operator_creates_and_rotates_oauth_signing_keys() {
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("idconsent.db").display());
+    let keys = dir.path().join("oauth-keys");
+    let rotate = || {
+        let output = idconsent(dir.path(), &url)
+            .env("IDC_OAUTH_KEYS_DIR", &keys)
+            .args(["admin", "oauth-keys", "rotate"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        let stdout = String::from_utf8(output.stdout).unwrap();
+        assert!(stdout.starts_with("active OAuth signing key: "), "{stdout}");
+        stdout
+    };
+    let first = rotate();
+    let second = rotate();
+    assert_ne!(first, second, "a new active key");
+}
+
+#[test]
 fn an_unreachable_database_fails_start_up_with_a_clear_message() {
     let dir = tempfile::tempdir().unwrap();
     let output = idconsent(dir.path(), "mysql://root@localhost/db")
@@ -206,5 +251,128 @@ async fn the_admin_commands_review_merchants_like_the_api() {
     // The approval email went into the outbox; the running server delivers it.
     let email = app.last_message(&merchant.email).await;
     assert!(email["subject"].as_str().unwrap().contains("live"));
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backlog_survives_sigkill_and_is_delivered_after_restart() {
+    use idconsent_e2e::receiver::Receiver;
+    use idconsent_e2e::{Backend, TestApp};
+
+    let mut app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    app.stop_server().await;
+
+    let receiver = Receiver::start().await;
+    receiver.answer(503);
+    let dir = tempfile::tempdir().unwrap();
+    let start = || {
+        let mut command = idconsent(dir.path(), app.database_url());
+        command
+            .env(
+                "IDC_MASTER_KEY",
+                "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+            )
+            .env(
+                "IDC_WEBHOOK_RETRY_SCHEDULE",
+                "300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms,300ms",
+            );
+        serve(command)
+    };
+    let (mut first, address, _logs) = start();
+    let client = reqwest::Client::new();
+    let signed = |address: &str, path: &str, body: Vec<u8>| {
+        let timestamp = idconsent_e2e::scenario::now_millis().to_string();
+        let signature = idconsent_auth_hmac::sign_request(
+            application.secret.as_bytes(),
+            &application.sandbox_key,
+            &timestamp,
+            &body,
+        );
+        let request = if body.is_empty() {
+            client.get(format!("http://{address}{path}"))
+        } else {
+            client.post(format!("http://{address}{path}"))
+        };
+        request
+            .header("x-api-key", &application.sandbox_key)
+            .header("x-timestamp", timestamp)
+            .header("x-signature", signature)
+            .header("content-type", "application/json")
+            .body(body)
+    };
+    let mut sessions = Vec::new();
+    for i in 0..10 {
+        let body = serde_json::json!({
+            "clientId": application.client_id,
+            "recipient": format!("+1555000{i:04}"),
+            "intent": "LOGIN",
+            "callbackUrl": receiver.url,
+            "transaction": {"type": "login", "description": "Sign in", "amount": 0, "currency": "USD", "payee": "Shop"}
+        });
+        let created = signed(
+            &address,
+            "/v1/consents/auth",
+            serde_json::to_vec(&body).unwrap(),
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(created.status(), 201);
+        let created: serde_json::Value = created.json().await.unwrap();
+        sessions.push(created["data"]["sessionId"].as_str().unwrap().to_owned());
+    }
+    // The receiver is refusing: deliveries are being attempted, none succeeds. Kill hard.
+    receiver
+        .wait_for(|received| (!received.is_empty()).then_some(()))
+        .await;
+    let killed = Command::new("kill")
+        .args(["-KILL", &first.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let _ = first.wait();
+
+    receiver.answer(200);
+    let (mut second, second_address, _logs) = start();
+    for session in &sessions {
+        receiver
+            .wait_for(|received| {
+                received
+                    .iter()
+                    .any(|r| {
+                        r.event_type() == "consent.created"
+                            && r.json()["data"]["sessionId"] == session.as_str()
+                    })
+                    .then_some(())
+            })
+            .await;
+    }
+    // Every delivery ends succeeded, none lost. An attempt in flight at the kill keeps its lease
+    // (six webhook timeouts, 30 s) before the restarted worker may take it again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(45);
+    loop {
+        let listed: serde_json::Value = signed(
+            &second_address,
+            "/v1/webhooks/deliveries?status=succeeded&limit=100",
+            Vec::new(),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+        if listed["data"]["pagination"]["total"] == 10 {
+            break;
+        }
+        assert!(std::time::Instant::now() < deadline, "{listed}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &second.id().to_string()])
+        .status();
+    let _ = second.wait();
     app.stop().await;
 }

@@ -92,6 +92,27 @@ pub fn verify_webhook(
         .any(|tag| hmac::verify(&key, &message, &tag).is_ok())
 }
 
+/// The webhook domain's `WebhookSigner` port: one `v1,` signature per secret (the current one
+/// and, during a rotation, the previous one), space-separated as Standard Webhooks allows.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HmacWebhookSigner;
+
+impl idconsent_webhook::WebhookSigner for HmacWebhookSigner {
+    fn signature_header(
+        &self,
+        secrets: &[String],
+        id: &str,
+        timestamp_secs: i64,
+        body: &[u8],
+    ) -> String {
+        secrets
+            .iter()
+            .filter_map(|secret| sign_webhook(secret, id, timestamp_secs, body).ok())
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+}
+
 fn webhook_message(id: &str, timestamp_secs: i64, body: &[u8]) -> Vec<u8> {
     let timestamp = timestamp_secs.to_string();
     let mut message = Vec::with_capacity(id.len() + timestamp.len() + body.len() + 2);
@@ -203,5 +224,22 @@ mod tests {
             body,
             &header
         ));
+    }
+
+    #[test]
+    fn during_a_rotation_both_secrets_sign() {
+        use idconsent_webhook::WebhookSigner;
+        let vector = &vectors()["webhook_signing"];
+        let current = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw";
+        let previous = text(vector, "secret");
+        let header = HmacWebhookSigner.signature_header(
+            &[current.into(), previous.into()],
+            "evt_1",
+            1,
+            b"{}",
+        );
+        assert_eq!(header.split(' ').count(), 2);
+        assert!(verify_webhook(current, "evt_1", 1, b"{}", &header));
+        assert!(verify_webhook(previous, "evt_1", 1, b"{}", &header));
     }
 }

@@ -1,5 +1,13 @@
 #![doc = include_str!("../README.md")]
 
+mod access_tokens;
+mod app_tokens;
+
+pub use access_tokens::{
+    DEFAULT_TOKEN_LIFETIME, Es256KeyRing, Es256TokenSigner, KeyRingEntry, KeyRingError,
+};
+pub use app_tokens::HmacAppTokens;
+
 use std::fmt;
 
 use idconsent_kernel::Timestamp;

@@ -171,6 +171,18 @@ typed_id!(
     "A consent session (also an OAuth request)."
 );
 typed_id!(EnrollmentId, "enr_", Sortable, "An end-user enrollment.");
+typed_id!(
+    EndUserId,
+    "eu_",
+    Sortable,
+    "An end user (one per phone number); not in CONTRACT §1, it appears only inside app tokens."
+);
+typed_id!(
+    RefreshFamilyId,
+    "rtf_",
+    Sortable,
+    "A family of rotated refresh tokens (internal)."
+);
 typed_id!(DeviceId, "dev_", Sortable, "A registered end-user device.");
 typed_id!(ChallengeId, "chl_", Unguessable, "A FIDO challenge.");
 typed_id!(QrCodeId, "qr_", Unguessable, "A generated QR code.");

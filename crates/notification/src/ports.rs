@@ -108,7 +108,4 @@ impl NotifyError {
     }
 }
 
-/// Wakes whatever delivers messages, so a new message need not wait for the next poll.
-pub trait Nudge: Send + Sync + fmt::Debug {
-    fn nudge(&self);
-}
+pub use idconsent_kernel::Nudge;

@@ -38,6 +38,9 @@ pub struct DbOptions {
     pub statement_timeout: Duration,
     /// SQLite `busy_timeout`: how long a writer waits for another process's write lock.
     pub busy_timeout: Duration,
+    /// SQLite: run a read on the calling thread when a read connection is idle, instead of
+    /// hopping to the blocking pool (see [`Db::read`]).
+    pub sqlite_inline_reads: bool,
 }
 
 impl Default for DbOptions {
@@ -48,6 +51,7 @@ impl Default for DbOptions {
             acquire_timeout: Duration::from_secs(10),
             statement_timeout: Duration::from_secs(30),
             busy_timeout: Duration::from_secs(5),
+            sqlite_inline_reads: true,
         }
     }
 }
@@ -56,7 +60,12 @@ type SqlitePool = Pool<ConnectionManager<SqliteConnection>>;
 type PgPool = Pool<ConnectionManager<PgConnection>>;
 
 enum Pools {
-    Sqlite { read: SqlitePool, write: SqlitePool },
+    Sqlite {
+        read: SqlitePool,
+        write: SqlitePool,
+        writer: Writer,
+        inline_reads: bool,
+    },
     Postgres(PgPool),
 }
 
@@ -124,13 +133,34 @@ impl Db {
         }
     }
 
-    /// Runs `f` with a read connection on the blocking pool. Single statements are atomic;
-    /// wrap several in `conn.transaction` when they must see one snapshot.
+    /// Runs `f` with a read connection. Single statements are atomic; wrap several in
+    /// `conn.transaction` when they must see one snapshot.
+    ///
+    /// On PostgreSQL, and on SQLite when no read connection is idle, `f` runs on tokio's
+    /// blocking pool. On SQLite with an idle read connection (and
+    /// [`DbOptions::sqlite_inline_reads`]) it runs right here on the calling thread: a SQLite
+    /// read is a local, mostly in-memory lookup that never waits for the writer in WAL mode, and
+    /// costs less than the two thread switches of the hop (docs/performance.md). The price: a
+    /// slow read (an unindexed scan, a large count) holds up the other requests of this worker
+    /// thread while it runs.
     pub async fn read<T, F>(&self, f: F) -> Result<T, DbError>
     where
         T: Send + 'static,
         F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
     {
+        if let Pools::Sqlite {
+            read,
+            inline_reads: true,
+            ..
+        } = &*self.pools
+            && let Some(mut conn) = read.try_get()
+        {
+            // As on the blocking pool, a panicking query is an error, not a dead worker.
+            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                f(AnyConnection::Sqlite(&mut conn))
+            }))
+            .unwrap_or(Err(DbError::Task));
+        }
         let pools = self.pools.clone();
         run_blocking(move || match &*pools {
             Pools::Sqlite { read, .. } => f(AnyConnection::Sqlite(&mut *read.get()?)),
@@ -139,22 +169,26 @@ impl Db {
         .await
     }
 
-    /// Runs `f` in a write transaction on the blocking pool: committed when `f` returns `Ok`,
-    /// rolled back on `Err`. On SQLite the transaction is `BEGIN IMMEDIATE` on the single writer
-    /// connection, so it never fails half-way for lack of the write lock.
+    /// Runs `f` in a write transaction: committed when `f` returns `Ok`, rolled back on `Err`,
+    /// and the result returned only once the commit is done.
+    ///
+    /// On PostgreSQL it runs on the blocking pool in a transaction of its own. On SQLite, which
+    /// has one writer anyway, it runs on the writer thread with group commit (see [`Writer`]):
+    /// writes that arrive together share one `BEGIN IMMEDIATE … COMMIT`, each in a savepoint of
+    /// its own, so a failing `f` undoes only its own changes.
     pub async fn write<T, F>(&self, f: F) -> Result<T, DbError>
     where
         T: Send + 'static,
         F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
     {
-        let pools = self.pools.clone();
-        run_blocking(move || match &*pools {
-            Pools::Sqlite { write, .. } => write
-                .get()?
-                .immediate_transaction(|c| f(AnyConnection::Sqlite(c))),
-            Pools::Postgres(pool) => pool.get()?.transaction(|c| f(AnyConnection::Postgres(c))),
-        })
-        .await
+        match &*self.pools {
+            Pools::Sqlite { writer, .. } => writer.write(f).await,
+            Pools::Postgres(pool) => {
+                let pool = pool.clone();
+                run_blocking(move || pool.get()?.transaction(|c| f(AnyConnection::Postgres(c))))
+                    .await
+            }
+        }
     }
 
     /// A trivial query, for readiness checks.
@@ -176,6 +210,220 @@ impl Db {
             Pools::Postgres(pool) => f(AnyConnection::Postgres(&mut *pool.get()?)),
         }
     }
+}
+
+/// The SQLite writer: one thread owning the write connection, committing in groups.
+///
+/// SQLite serialises writers, so concurrent write transactions only queue for its lock; each
+/// also pays a thread hop, `BEGIN IMMEDIATE`, and a commit that appends every page it touched
+/// to the WAL. The writer thread takes every write waiting when it is free (up to
+/// [`Writer::MAX_GROUP`]) and runs them in one transaction, each inside a savepoint of its own:
+/// a write whose closure fails is rolled back alone, the others commit together, and every
+/// caller hears its outcome only after the commit. Under load a group shares one lock, one
+/// commit and one wake-up; a write alone costs two extra statements (savepoint, release).
+///
+/// A closure error that may have ended SQLite's transaction (an I/O error, a full disk, a
+/// panic) fails the whole group instead: nothing of it is committed, every caller gets an error.
+#[derive(Clone)]
+struct Writer {
+    queue: std::sync::mpsc::Sender<Box<dyn PendingWrite>>,
+}
+
+/// A write waiting for the writer thread.
+trait PendingWrite: Send {
+    /// Runs the closure, inside a savepoint of its own when it shares the transaction; the
+    /// caller is told later, by `Ran::report`.
+    fn run(self: Box<Self>, conn: &mut SqliteConnection, alone: bool) -> Ran;
+    /// Tells the caller the write could not be run.
+    fn fail(self: Box<Self>, error: &DbError);
+}
+
+struct Ran {
+    /// The write failed in a way that may have ended the transaction.
+    poisons_group: bool,
+    /// Called with the group's failure, or `None` once committed.
+    report: Report,
+}
+
+type Report = Box<dyn FnOnce(Option<&DbError>) + Send>;
+
+struct Write<T, F> {
+    f: F,
+    reply: tokio::sync::oneshot::Sender<Result<T, DbError>>,
+    span: tracing::Span,
+}
+
+impl<T, F> PendingWrite for Write<T, F>
+where
+    T: Send + 'static,
+    F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
+{
+    fn run(self: Box<Self>, conn: &mut SqliteConnection, alone: bool) -> Ran {
+        let Write { f, reply, span } = *self;
+        let outcome = span.in_scope(|| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                if alone {
+                    f(AnyConnection::Sqlite(conn))
+                } else {
+                    conn.transaction(|c| f(AnyConnection::Sqlite(c)))
+                }
+            }))
+        });
+        let (outcome, poisons_group) = match outcome {
+            // Alone, a failure rolls back the group's (its own) transaction.
+            Ok(outcome) if alone => {
+                let failed = outcome.is_err();
+                (outcome, failed)
+            }
+            Ok(outcome) => {
+                let poisons = outcome.as_ref().err().is_some_and(poisons_group);
+                (outcome, poisons)
+            }
+            // Its savepoint is still open: the group is rolled back as a whole.
+            Err(_) => (Err(DbError::Task), true),
+        };
+        Ran {
+            poisons_group,
+            report: Box::new(move |failure| {
+                let result = match (outcome, failure) {
+                    (Ok(_), Some(failure)) => Err(not_committed(failure)),
+                    (outcome, _) => outcome,
+                };
+                let _ = reply.send(result);
+            }),
+        }
+    }
+
+    fn fail(self: Box<Self>, error: &DbError) {
+        let _ = self.reply.send(Err(not_committed(error)));
+    }
+}
+
+impl Writer {
+    /// Writes committed together at most.
+    const MAX_GROUP: usize = 64;
+
+    fn start(pool: SqlitePool) -> std::io::Result<Self> {
+        let (queue, waiting) = std::sync::mpsc::channel::<Box<dyn PendingWrite>>();
+        std::thread::Builder::new()
+            .name("idc-sqlite-writer".into())
+            .spawn(move || {
+                // Ends when the last `Db` clone, and with it the sender, is dropped.
+                while let Ok(first) = waiting.recv() {
+                    let mut group = Vec::with_capacity(8);
+                    group.push(first);
+                    while group.len() < Self::MAX_GROUP {
+                        match waiting.try_recv() {
+                            Ok(write) => group.push(write),
+                            Err(_) => break,
+                        }
+                    }
+                    run_group(&pool, group);
+                }
+            })?;
+        Ok(Self { queue })
+    }
+
+    async fn write<T, F>(&self, f: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
+    {
+        let (reply, outcome) = tokio::sync::oneshot::channel();
+        let write = Write {
+            f,
+            reply,
+            span: tracing::Span::current(),
+        };
+        self.queue
+            .send(Box::new(write))
+            .map_err(|_| DbError::Task)?;
+        outcome.await.map_err(|_| DbError::Task)?
+    }
+}
+
+/// Runs one group of writes in one transaction, then tells each caller.
+fn run_group(pool: &SqlitePool, group: Vec<Box<dyn PendingWrite>>) {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+
+    let mut conn = match pool.get() {
+        Ok(conn) => conn,
+        Err(error) => {
+            let error = DbError::from(error);
+            group.into_iter().for_each(|write| write.fail(&error));
+            return;
+        }
+    };
+    let conn: &mut SqliteConnection = &mut conn;
+    if let Err(error) = AnsiTransactionManager::begin_transaction_sql(conn, "BEGIN IMMEDIATE") {
+        let error = DbError::from(error);
+        group.into_iter().for_each(|write| write.fail(&error));
+        return;
+    }
+    let mut ran = Vec::with_capacity(group.len());
+    let alone = group.len() == 1;
+    let mut group = group.into_iter();
+    let mut poisoned = false;
+    for write in group.by_ref() {
+        let outcome = write.run(conn, alone);
+        poisoned = outcome.poisons_group;
+        ran.push(outcome);
+        if poisoned {
+            break;
+        }
+    }
+    let failure = if poisoned {
+        // Back to no transaction, whatever depth the failure left (a panic leaves its
+        // savepoint open). Should a rollback fail, r2d2 discards the connection.
+        while AnsiTransactionManager::transaction_manager_status_mut(conn)
+            .transaction_depth()
+            .is_ok_and(|depth| depth.is_some())
+        {
+            if AnsiTransactionManager::rollback_transaction(conn).is_err() {
+                break;
+            }
+        }
+        Some(DbError::Rollback("another write of its group failed"))
+    } else {
+        AnsiTransactionManager::commit_transaction(conn)
+            .err()
+            .map(DbError::from)
+    };
+    for outcome in ran {
+        (outcome.report)(failure.as_ref());
+    }
+    if let Some(failure) = &failure {
+        group.for_each(|write| write.fail(failure));
+    }
+}
+
+/// Whether a closure's error may have ended SQLite's transaction, so that later savepoints
+/// would run outside it. Constraint violations, "not found", (de)serialisation and a
+/// repository's own rollback leave the transaction intact.
+fn poisons_group(error: &DbError) -> bool {
+    use diesel::result::{DatabaseErrorKind, Error};
+    match error {
+        DbError::Rollback(_) => false,
+        DbError::Query(
+            Error::NotFound | Error::DeserializationError(_) | Error::SerializationError(_),
+        ) => false,
+        DbError::Query(Error::DatabaseError(kind, _)) => !matches!(
+            kind,
+            DatabaseErrorKind::UniqueViolation
+                | DatabaseErrorKind::ForeignKeyViolation
+                | DatabaseErrorKind::NotNullViolation
+                | DatabaseErrorKind::CheckViolation
+        ),
+        _ => true,
+    }
+}
+
+/// The error of a write whose group was not committed.
+fn not_committed(failure: &DbError) -> DbError {
+    DbError::Query(diesel::result::Error::DatabaseError(
+        diesel::result::DatabaseErrorKind::Unknown,
+        Box::new(format!("the write was not committed: {failure}")),
+    ))
 }
 
 /// Runs blocking database work off the async executor, inside the caller's tracing span.
@@ -282,7 +530,16 @@ fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
             read_only: true,
         }))
         .build(ConnectionManager::<SqliteConnection>::new(path))?;
-    Ok(Pools::Sqlite { read, write })
+    let writer = Writer::start(write.clone()).map_err(|error| {
+        tracing::error!(%error, "cannot start the SQLite writer thread");
+        OpenError::Db(DbError::Task)
+    })?;
+    Ok(Pools::Sqlite {
+        read,
+        write,
+        writer,
+        inline_reads: options.sqlite_inline_reads,
+    })
 }
 
 fn open_postgres(url: &str, options: &DbOptions) -> Result<Pools, OpenError> {
@@ -329,5 +586,233 @@ mod tests {
     fn unknown_schemes_are_refused() {
         let error = Db::open("mysql://root:pw@localhost/db", &DbOptions::default()).unwrap_err();
         assert!(error.to_string().contains("root:***@"), "{error}");
+    }
+
+    /// SQLite reads with an idle connection run on the calling thread.
+    #[cfg(feature = "testing")]
+    mod inline_reads {
+        use super::super::DbError;
+        use crate::testing::TestDatabase;
+
+        #[tokio::test]
+        async fn a_read_runs_on_the_calling_thread() {
+            let database = TestDatabase::sqlite();
+            let caller = std::thread::current().id();
+            let ran_on = database
+                .db
+                .read(|_| Ok(std::thread::current().id()))
+                .await
+                .unwrap();
+            assert_eq!(ran_on, caller);
+        }
+
+        #[tokio::test]
+        async fn a_panicking_read_is_an_error_and_the_next_read_works() {
+            let database = TestDatabase::sqlite();
+            let panicked = database
+                .db
+                .read(|_| -> Result<(), DbError> { panic!("a bug in a repository") })
+                .await;
+            assert!(matches!(panicked, Err(DbError::Task)), "{panicked:?}");
+            database.db.ping().await.unwrap();
+        }
+    }
+
+    /// Group commit on SQLite: writes queued behind a busy writer run as one group.
+    #[cfg(feature = "testing")]
+    mod group_commit {
+        use diesel::connection::SimpleConnection;
+        use diesel::sql_types::BigInt;
+        use diesel::{QueryableByName, RunQueryDsl};
+
+        use super::super::{AnyConnection, Db, DbError};
+        use crate::testing::TestDatabase;
+
+        #[derive(QueryableByName)]
+        struct Id {
+            #[diesel(sql_type = BigInt)]
+            id: i64,
+        }
+
+        fn sqlite(conn: AnyConnection<'_>) -> &mut diesel::SqliteConnection {
+            match conn {
+                AnyConnection::Sqlite(c) => c,
+                AnyConnection::Postgres(_) => unreachable!("a SQLite test"),
+            }
+        }
+
+        async fn table(db: &Db) {
+            db.write(|conn| {
+                Ok(
+                    sqlite(conn)
+                        .batch_execute("CREATE TABLE t (id BIGINT PRIMARY KEY NOT NULL)")?,
+                )
+            })
+            .await
+            .unwrap();
+        }
+
+        async fn insert(db: Db, id: i64, then: Result<(), DbError>) -> Result<(), DbError> {
+            db.write(move |conn| {
+                sqlite(conn).batch_execute(&format!("INSERT INTO t (id) VALUES ({id})"))?;
+                then
+            })
+            .await
+        }
+
+        async fn ids(db: &Db) -> Vec<i64> {
+            db.read(|conn| {
+                Ok(diesel::sql_query("SELECT id FROM t ORDER BY id")
+                    .load::<Id>(sqlite(conn))?
+                    .into_iter()
+                    .map(|row| row.id)
+                    .collect())
+            })
+            .await
+            .unwrap()
+        }
+
+        /// Holds the writer thread until the returned sender is dropped or sent to, so the
+        /// writes submitted meanwhile queue up and run as one group.
+        fn hold_writer(db: &Db) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<()>) {
+            let (release, held) = std::sync::mpsc::channel::<()>();
+            let db = db.clone();
+            let holder = tokio::spawn(async move {
+                db.write(move |_| {
+                    let _ = held.recv();
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            });
+            (release, holder)
+        }
+
+        async fn queued(
+            db: &Db,
+            writes: Vec<(i64, Result<(), DbError>)>,
+        ) -> Vec<Result<(), DbError>> {
+            let (release, holder) = hold_writer(db);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let tasks: Vec<_> = writes
+                .into_iter()
+                .map(|(id, then)| tokio::spawn(insert(db.clone(), id, then)))
+                .collect();
+            // Every write is in the queue before the writer is free again.
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            release.send(()).unwrap();
+            holder.await.unwrap();
+            let mut results = Vec::new();
+            for task in tasks {
+                results.push(task.await.unwrap());
+            }
+            results
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_failing_write_is_rolled_back_alone_and_the_rest_of_its_group_commits() {
+            let database = TestDatabase::sqlite();
+            let db = database.db.clone();
+            table(&db).await;
+            insert(db.clone(), 100, Ok(())).await.unwrap();
+            // Odd ids fail after inserting (a repository's rollback); 100 is a duplicate key.
+            let mut writes = Vec::new();
+            for id in 1..=20 {
+                let then = if id % 2 == 1 {
+                    Err(DbError::Rollback("odd"))
+                } else {
+                    Ok(())
+                };
+                writes.push((id, then));
+            }
+            writes.push((100, Ok(())));
+            let results = queued(&db, writes).await;
+            for (index, result) in results.iter().take(20).enumerate() {
+                let id = index + 1;
+                if id % 2 == 1 {
+                    assert_eq!(result.as_ref().unwrap_err().rollback_tag(), Some("odd"));
+                } else {
+                    assert!(result.is_ok(), "{id}: {result:?}");
+                }
+            }
+            assert!(
+                matches!(
+                    results[20],
+                    Err(DbError::Query(diesel::result::Error::DatabaseError(
+                        diesel::result::DatabaseErrorKind::UniqueViolation,
+                        _
+                    )))
+                ),
+                "{:?}",
+                results[20]
+            );
+            let mut expected: Vec<i64> = (1..=10).map(|n| n * 2).collect();
+            expected.push(100);
+            assert_eq!(ids(&db).await, expected);
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn an_error_that_may_end_the_transaction_fails_its_whole_group() {
+            let database = TestDatabase::sqlite();
+            let db = database.db.clone();
+            table(&db).await;
+            let (release, holder) = hold_writer(&db);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let before = tokio::spawn(insert(db.clone(), 1, Ok(())));
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let broken = tokio::spawn({
+                let db = db.clone();
+                async move {
+                    db.write(|conn| {
+                        Ok(sqlite(conn).batch_execute("INSERT INTO missing VALUES (1)")?)
+                    })
+                    .await
+                }
+            });
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let after = tokio::spawn(insert(db.clone(), 3, Ok(())));
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            release.send(()).unwrap();
+            holder.await.unwrap();
+            assert!(
+                before.await.unwrap().is_err(),
+                "not committed with its group"
+            );
+            assert!(broken.await.unwrap().is_err());
+            assert!(after.await.unwrap().is_err(), "not run after the failure");
+            assert_eq!(ids(&db).await, Vec::<i64>::new());
+            // The writer carries on.
+            insert(db.clone(), 4, Ok(())).await.unwrap();
+            assert_eq!(ids(&db).await, vec![4]);
+        }
+
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_panicking_write_fails_its_group_and_the_writer_carries_on() {
+            let database = TestDatabase::sqlite();
+            let db = database.db.clone();
+            table(&db).await;
+            let (release, holder) = hold_writer(&db);
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+            let before = tokio::spawn(insert(db.clone(), 1, Ok(())));
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+            let panicking = tokio::spawn({
+                let db = db.clone();
+                async move {
+                    db.write(|conn| -> Result<(), DbError> {
+                        sqlite(conn).batch_execute("INSERT INTO t (id) VALUES (2)")?;
+                        panic!("a bug in a repository")
+                    })
+                    .await
+                }
+            });
+            tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            release.send(()).unwrap();
+            holder.await.unwrap();
+            assert!(before.await.unwrap().is_err());
+            assert!(matches!(panicking.await.unwrap(), Err(DbError::Task)));
+            assert_eq!(ids(&db).await, Vec::<i64>::new());
+            insert(db.clone(), 5, Ok(())).await.unwrap();
+            assert_eq!(ids(&db).await, vec![5]);
+        }
     }
 }

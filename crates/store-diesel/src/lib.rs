@@ -12,20 +12,26 @@ macro_rules! with_conn {
 }
 pub(crate) use with_conn;
 
+mod consent;
 mod db;
+mod enduser;
 mod error;
 mod merchant;
 mod migrations;
 mod notification;
+mod oauth;
 pub mod schema;
 mod webhook;
 
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use consent::DieselSessionStore;
 pub use db::{AnyConnection, Backend, Db, DbOptions};
+pub use enduser::DieselEndUserStore;
 pub use error::{DbError, OpenError};
 pub use merchant::DieselMerchantStore;
 pub use migrations::migration_names;
 pub use notification::DieselMessageStore;
+pub use oauth::DieselOAuthStore;
 pub use webhook::DieselDeliveryStore;

@@ -186,3 +186,155 @@ diesel::joinable!(webhook_deliveries -> webhook_events (event_id));
 diesel::joinable!(webhook_attempts -> webhook_deliveries (delivery_id));
 
 diesel::allow_tables_to_appear_in_same_query!(webhook_events, webhook_deliveries, webhook_attempts);
+
+diesel::table! {
+    consent_sessions (id) {
+        id -> Text,
+        application_id -> Text,
+        client_id -> Text,
+        environment -> Text,
+        recipient -> Text,
+        intent -> Text,
+        transaction_type -> Text,
+        transaction_description -> Text,
+        amount_minor -> BigInt,
+        currency -> Text,
+        payee -> Text,
+        callback_url -> Text,
+        status -> Text,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+        decided_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    end_users (id) {
+        id -> Text,
+        phone -> Text,
+        handle -> Text,
+        name -> Nullable<Text>,
+        enrolled_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    enrollments (id) {
+        id -> Text,
+        phone -> Text,
+        name -> Nullable<Text>,
+        device_name -> Nullable<Text>,
+        platform -> Nullable<Text>,
+        installation -> Text,
+        application_id -> Nullable<Text>,
+        environment -> Nullable<Text>,
+        callback_url -> Nullable<Text>,
+        status -> Text,
+        otp_hash -> Text,
+        otp_attempts_left -> Integer,
+        otp_expires_at -> BigInt,
+        device_id -> Nullable<Text>,
+        created_at -> BigInt,
+        updated_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    devices (id) {
+        id -> Text,
+        user_id -> Text,
+        name -> Text,
+        platform -> Text,
+        installation -> Text,
+        application_id -> Nullable<Text>,
+        environment -> Nullable<Text>,
+        callback_url -> Nullable<Text>,
+        status -> Text,
+        credential_id -> Text,
+        passkey -> Text,
+        created_at -> BigInt,
+        last_used_at -> Nullable<BigInt>,
+    }
+}
+
+diesel::table! {
+    fido_challenges (id) {
+        id -> Text,
+        purpose_type -> Text,
+        purpose_id -> Nullable<Text>,
+        phone -> Text,
+        enrollment_id -> Nullable<Text>,
+        state -> Text,
+        context_hash -> Nullable<Text>,
+        expires_at -> BigInt,
+        used_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    refresh_tokens (hash) {
+        hash -> Text,
+        family -> Text,
+        user_id -> Text,
+        device_id -> Text,
+        installation -> Text,
+        expires_at -> BigInt,
+        used_at -> Nullable<BigInt>,
+        revoked_at -> Nullable<BigInt>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    oauth_requests (session_id) {
+        session_id -> Text,
+        application_id -> Text,
+        client_id -> Text,
+        environment -> Text,
+        redirect_uri -> Text,
+        code_challenge -> Text,
+        code_challenge_method -> Text,
+        claims -> Text,
+        scopes -> Text,
+        state -> Nullable<Text>,
+        description -> Nullable<Text>,
+        created_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    oauth_grants (code_hash) {
+        code_hash -> Text,
+        sealed_code -> Text,
+        session_id -> Text,
+        application_id -> Text,
+        redirect_uri -> Text,
+        code_challenge -> Text,
+        code_challenge_method -> Text,
+        subject -> Text,
+        scopes -> Text,
+        claims -> Text,
+        state -> Nullable<Text>,
+        approved_at -> BigInt,
+        expires_at -> BigInt,
+        consumed_at -> Nullable<BigInt>,
+        token_id -> Nullable<Text>,
+    }
+}
+
+diesel::table! {
+    oauth_tokens (token_id) {
+        token_id -> Text,
+        application_id -> Text,
+        client_id -> Text,
+        environment -> Text,
+        subject -> Text,
+        scopes -> Text,
+        claims -> Text,
+        issued_at -> BigInt,
+        expires_at -> BigInt,
+        revoked_at -> Nullable<BigInt>,
+    }
+}

@@ -25,6 +25,36 @@ impl DeliveryReport {
     }
 }
 
+fn unposted(reason: &str) -> PostOutcome {
+    PostOutcome::NoAnswer {
+        error: reason.to_owned(),
+        duration: std::time::Duration::ZERO,
+    }
+}
+
+impl Dispatcher {
+    /// Signs and posts one delivery.
+    async fn post(&self, delivery: &Delivery, secrets: &[String], timestamp: i64) -> PostOutcome {
+        let event_id = delivery.event_id.as_str().to_owned();
+        let signature = self
+            .signer
+            .signature_header(secrets, &event_id, timestamp, &delivery.body);
+        self.transport
+            .post(WebhookRequest {
+                url: delivery.url.clone(),
+                headers: vec![
+                    ("content-type", "application/json".to_owned()),
+                    ("webhook-id", event_id),
+                    ("webhook-timestamp", timestamp.to_string()),
+                    ("webhook-signature", signature),
+                ],
+                body: delivery.body.clone(),
+                timeout: self.timeout,
+            })
+            .await
+    }
+}
+
 /// Delivers due webhooks.
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
@@ -80,31 +110,18 @@ impl Dispatcher {
     }
 
     async fn attempt(&self, delivery: Delivery) -> Result<NextStep, StoreError> {
-        let secrets = self
-            .secrets
-            .for_application(&delivery.application_id)
-            .await?;
         let started = self.clock.now();
-        let timestamp = started.as_secs();
-        let event_id = delivery.event_id.as_str().to_owned();
-        let signature =
-            self.signer
-                .signature_header(&secrets, &event_id, timestamp, &delivery.body);
-        let outcome = self
-            .transport
-            .post(WebhookRequest {
-                url: delivery.url.clone(),
-                headers: vec![
-                    ("content-type", "application/json".to_owned()),
-                    ("webhook-id", event_id),
-                    ("webhook-timestamp", timestamp.to_string()),
-                    ("webhook-signature", signature),
-                    ("user-agent", "idconsent-webhooks/1".to_owned()),
-                ],
-                body: delivery.body.clone(),
-                timeout: self.timeout,
-            })
-            .await;
+        // Unsigned webhooks are never sent: without secrets the attempt is recorded unposted,
+        // and retried unless the application no longer exists.
+        let (outcome, retryable) =
+            match self.secrets.for_application(&delivery.application_id).await {
+                Ok(secrets) => (
+                    self.post(&delivery, &secrets, started.as_secs()).await,
+                    true,
+                ),
+                Err(StoreError::NotFound) => (unposted("the application no longer exists"), false),
+                Err(StoreError::Unavailable(_)) => (unposted("signing secrets unavailable"), true),
+            };
         let now = self.clock.now();
         let (attempt, success) = match outcome {
             PostOutcome::Answered { status, duration } => (
@@ -128,6 +145,8 @@ impl Dispatcher {
         };
         let next = if success {
             NextStep::Succeeded
+        } else if !retryable {
+            NextStep::Failed
         } else {
             match self.schedule.next_attempt(now, delivery.attempts.len() + 1) {
                 Some(at) => NextStep::RetryAt(at),

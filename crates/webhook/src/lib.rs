@@ -7,6 +7,8 @@ mod schedule;
 
 #[cfg(feature = "contract")]
 pub mod contract;
+#[cfg(feature = "contract")]
+pub mod transport_contract;
 
 pub use dispatcher::{DeliveryReport, Dispatcher};
 pub use model::{Attempt, Delivery, DeliveryStatus, Destination, Event, EventType, Outbox};

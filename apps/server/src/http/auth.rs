@@ -21,7 +21,7 @@ use crate::http::extract::{JSON_LIMIT, bearer_token, parse_json, read_body};
 
 type Pending<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
 
-fn context(req: &HttpRequest) -> Result<web::Data<AppContext>, ApiError> {
+pub(crate) fn context(req: &HttpRequest) -> Result<web::Data<AppContext>, ApiError> {
     req.app_data::<web::Data<AppContext>>()
         .cloned()
         .ok_or_else(|| ApiError::internal("application context missing"))

@@ -3,6 +3,8 @@
 mod admin;
 mod applications;
 pub mod auth;
+pub mod consents;
+pub mod endusers;
 pub mod envelope;
 pub mod error;
 pub mod extract;
@@ -10,6 +12,7 @@ pub mod merchants;
 pub mod metrics;
 pub mod middleware;
 mod notifications;
+mod oauth;
 pub mod openapi;
 mod reference;
 mod system;
@@ -35,7 +38,10 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .configure(merchants::routes)
         .configure(applications::routes)
         .configure(admin::routes)
-        .configure(webhooks::routes);
+        .configure(webhooks::routes)
+        .configure(consents::routes)
+        .configure(endusers::routes)
+        .configure(oauth::routes);
     // Development-only routes do not exist at all in production (404, absent from the docs).
     if mode == Mode::Dev {
         config.service(notifications::dev_messages);

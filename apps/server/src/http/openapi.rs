@@ -27,8 +27,15 @@ use crate::http::error::{ErrorBody, FieldErrorBody};
         (name = "team", description = "Team members and invitations (merchant JWT)"),
         (name = "applications", description = "Applications and their API credentials (merchant JWT)"),
         (name = "admin", description = "The platform operator's review (operator token)"),
+        (name = "consents", description = "Consent sessions and their QR codes (signed API-key requests)"),
+        (name = "sandbox", description = "Act as the user in sandbox (mk_test_ keys only)"),
         (name = "webhooks", description = "Signed webhook deliveries (signed API-key requests)"),
         (name = "notifications", description = "Outgoing SMS and email"),
+        (name = "enrollments", description = "End-user enrollment: phone code, passkey, verification (the mobile app)"),
+        (name = "fido", description = "FIDO2/WebAuthn registration and purpose-bound authentication (the mobile app)"),
+        (name = "devices", description = "The signed-in user's devices (app access token + X-Device-ID)"),
+        (name = "app-auth", description = "App sign-in and token refresh (/v6/auth)"),
+        (name = "oauth", description = "OAuth with PKCE: access requests, token exchange, JWKS, userinfo, introspection, revocation"),
     )
 )]
 struct ApiDoc;
@@ -55,6 +62,31 @@ impl Modify for SecuritySchemes {
                     .bearer_format("JWT")
                     .description(Some(
                         "A merchant session token from register, login or accepting an invitation (1 hour).",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "oauthAccessToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "An access token from POST /v1/oauth/token (ES256, verify with /.well-known/jwks.json).",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "appToken",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .bearer_format("JWT")
+                    .description(Some(
+                        "An app access token from /v6/auth/login or /v6/auth/refresh (15 minutes), \
+                         sent with the X-Device-ID it was issued for.",
                     ))
                     .build(),
             ),

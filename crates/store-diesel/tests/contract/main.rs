@@ -1,7 +1,10 @@
 //! Port contract suites and schema checks, on SQLite always and PostgreSQL when configured.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod consent;
+mod enduser;
 mod merchant;
 mod migrations;
 mod notification;
+mod oauth;
 mod webhook;

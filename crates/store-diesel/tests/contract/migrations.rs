@@ -41,6 +41,15 @@ macro_rules! select_every_table {
             webhook_events,
             webhook_deliveries,
             webhook_attempts,
+            consent_sessions,
+            end_users,
+            enrollments,
+            devices,
+            fido_challenges,
+            refresh_tokens,
+            oauth_requests,
+            oauth_grants,
+            oauth_tokens,
         )
     };
 }

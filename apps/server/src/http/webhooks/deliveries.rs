@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, get, web};
+use actix_web::{HttpResponse, get, post, web};
+use idconsent_kernel::id::{DeliveryId, TypedId};
 use idconsent_kernel::page::Pagination;
 use idconsent_kernel::{PageRequest, Timestamp, ValidationErrors};
 use idconsent_webhook::{Delivery, DeliveryStatus};
@@ -122,6 +123,52 @@ pub async fn list(
         DeliveryList {
             deliveries: page.items.iter().map(Into::into).collect(),
             pagination: page.pagination(),
+        },
+    ))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeliveryData {
+    delivery: DeliveryBody,
+}
+
+/// Sends a delivery again now, whatever its status, with the same `webhook-id` and body.
+#[utoipa::path(
+    tag = "webhooks",
+    security(("signedRequest" = [])),
+    params(("id" = String, Path, description = "`whd_…`")),
+    responses(
+        (status = 202, description = "Queued for an immediate attempt", body = Envelope<DeliveryData>),
+        (status = 401, description = "Signature check failed", body = ErrorBody),
+        (status = 404, description = "No such delivery for this application and environment", body = ErrorBody)
+    )
+)]
+#[post("/v1/webhooks/deliveries/{id}/retry")]
+pub async fn retry(
+    context: web::Data<AppContext>,
+    signed: Signed,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let not_found = || ApiError::not_found("Delivery not found");
+    let id = DeliveryId::parse(&id).map_err(|_| not_found())?;
+    let caller = &signed.caller;
+    let delivery = context
+        .deliveries
+        .retry_now(
+            &caller.application.id,
+            caller.environment,
+            &id,
+            context.clock.now(),
+        )
+        .await
+        .map_err(ApiError::internal)?
+        .ok_or_else(not_found)?;
+    context.wake.webhooks.notify_one();
+    Ok(respond(
+        StatusCode::ACCEPTED,
+        "Delivery queued",
+        DeliveryData {
+            delivery: (&delivery).into(),
         },
     ))
 }

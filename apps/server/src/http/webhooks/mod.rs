@@ -5,5 +5,5 @@ mod deliveries;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 pub fn routes(config: &mut ServiceConfig) {
-    config.service(deliveries::list);
+    config.service(deliveries::list).service(deliveries::retry);
 }

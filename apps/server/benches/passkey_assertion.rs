@@ -1,0 +1,544 @@
+//! `authenticate/complete` (issue 5): a real passkey assertion verified against its challenge,
+//! then the state change it buys, through the real wiring (`AppContext` on a SQLite file,
+//! webauthn-rs, the diesel store). A software passkey signs in the untimed setup of every
+//! iteration; only `EndUserService::authenticate_complete` is timed.
+//!
+//! `taskset -c 0 cargo bench -p idconsent-server --bench passkey_assertion`
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use idconsent_consent::{
+    ConsentService, ConsentSettings, CreateRequest, Decision, FloodLimits, RecipientDirectory,
+    Requester, StoreError as ConsentStoreError, TransactionInput,
+};
+use idconsent_enduser::ports::{
+    ChallengeRepository, DeviceRepository, EnrollmentRepository, PasskeyCeremony,
+};
+use idconsent_enduser::{Challenge, EnrollRequest};
+use idconsent_kernel::id::{ChallengeId, TypedId};
+use idconsent_kernel::{Environment, PhoneNumber};
+use idconsent_merchant::{ApplicationInput, RegisterRequest};
+use idconsent_passkey_soft::SoftPasskey;
+use idconsent_server::Config;
+use idconsent_server::context::AppContext;
+use idconsent_store_diesel::{Db, DieselEndUserStore, DieselSessionStore};
+use idconsent_webauthn::WebauthnCeremony;
+use idconsent_webhook::{EventType, Outbox};
+use secrecy::ExposeSecret;
+use serde_json::{Value, json};
+use tokio::runtime::Runtime;
+
+/// The WebAuthn origin `Config::for_tests` accepts (RP ID `localhost`).
+const ORIGIN: &str = "http://localhost:8080";
+const PHONE: &str = "+15557654321";
+const CALLBACK: &str = "https://merchant.example/hooks/consent";
+
+/// Sandbox sessions never ask whether the recipient is enrolled; this directory is never called.
+#[derive(Debug)]
+struct Anyone;
+
+#[async_trait]
+impl RecipientDirectory for Anyone {
+    async fn is_enrolled(&self, _phone: &PhoneNumber) -> Result<bool, ConsentStoreError> {
+        Ok(true)
+    }
+}
+
+struct Bench {
+    runtime: Runtime,
+    context: AppContext,
+    store: DieselEndUserStore,
+    passkey: SoftPasskey,
+    requester: Requester,
+    /// Creates the sessions to approve. The same tables as `context.consents`, but without the
+    /// flood limits (5 pending per application, 30 an hour per recipient), which a bench
+    /// approving thousands of sessions for one phone would hit at once.
+    creator: ConsentService,
+    _dir: tempfile::TempDir,
+}
+
+impl Bench {
+    fn new() -> Self {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+        let config = Config::for_tests(PathBuf::from(dir.path()), url);
+        let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
+        db.migrate().unwrap();
+        let context = AppContext::build(config, db.clone()).unwrap();
+        let creator = ConsentService::new(
+            Arc::new(DieselSessionStore::new(db.clone())),
+            Arc::new(Anyone),
+            context.clock.clone(),
+            context.ids.clone(),
+            None,
+            ConsentSettings {
+                flood: FloodLimits {
+                    pending_per_application: u32::MAX,
+                    per_window: u32::MAX,
+                    window: Duration::from_secs(1),
+                },
+                ..context.consents.settings().clone()
+            },
+        );
+        let mut passkey = SoftPasskey::new().unwrap();
+        let requester = runtime.block_on(async {
+            enroll(&context, &mut passkey).await;
+            merchant_application(&context).await
+        });
+        Self {
+            runtime,
+            store: DieselEndUserStore::new(db),
+            context,
+            passkey,
+            requester,
+            creator,
+            _dir: dir,
+        }
+    }
+
+    /// `authenticate/begin` and the passkey's assertion: the app's half (not timed).
+    fn begin_and_sign(&mut self, purpose: &str, id: Option<String>) -> (String, Value) {
+        let begun = self
+            .runtime
+            .block_on(self.context.endusers.authenticate_begin(PHONE, purpose, id))
+            .unwrap();
+        let credential = self.passkey.authenticate(ORIGIN, &begun.options).unwrap();
+        (begun.challenge_id.to_string(), credential)
+    }
+
+    /// A pending sandbox consent session for the enrolled phone.
+    fn new_session(&self) -> idconsent_consent::Session {
+        self.runtime
+            .block_on(self.creator.create(
+                &self.requester,
+                CreateRequest {
+                    client_id: self.requester.client_id.to_string(),
+                    recipient: PHONE.into(),
+                    intent: "LOGIN".into(),
+                    callback_url: CALLBACK.into(),
+                    transaction: TransactionInput {
+                        kind: "login".into(),
+                        description: "Sign in to Bench Shop".into(),
+                        amount: "0".into(),
+                        currency: "USD".into(),
+                        payee: "Bench Shop".into(),
+                    },
+                },
+            ))
+            .unwrap()
+    }
+
+    fn complete(&self, challenge_id: &str, credential: &Value) -> String {
+        self.runtime
+            .block_on(
+                self.context
+                    .endusers
+                    .authenticate_complete(challenge_id, credential, true),
+            )
+            .unwrap()
+            .status
+    }
+}
+
+/// Enrollment as the app does it (CONTRACT §3): SMS code, passkey registration, verification.
+async fn enroll(context: &AppContext, passkey: &mut SoftPasskey) {
+    let endusers = &context.endusers;
+    let enrollment = endusers
+        .enroll(
+            EnrollRequest {
+                phone: PHONE.into(),
+                name: Some("Bench User".into()),
+                device_name: Some("Bench phone".into()),
+                platform: Some("android".into()),
+            },
+            "bench-installation",
+            None,
+        )
+        .await
+        .unwrap();
+    let messages = context.messages.list_for(PHONE, 10).await.unwrap();
+    let code = messages
+        .last()
+        .and_then(|message| message.code.clone())
+        .unwrap();
+    let (challenge_id, options) = endusers
+        .register_begin(enrollment.id.as_str(), &code)
+        .await
+        .unwrap();
+    let credential = passkey.register(ORIGIN, &options).unwrap();
+    endusers
+        .register_complete(challenge_id.as_str(), &credential, None)
+        .await
+        .unwrap();
+    let begun = endusers
+        .authenticate_begin(PHONE, "enrollment", Some(enrollment.id.to_string()))
+        .await
+        .unwrap();
+    let credential = passkey.authenticate(ORIGIN, &begun.options).unwrap();
+    endusers
+        .verify_enrollment(
+            enrollment.id.as_str(),
+            begun.challenge_id.as_str(),
+            &credential,
+        )
+        .await
+        .unwrap();
+}
+
+/// A merchant with one application, as the consent's requester (sandbox).
+async fn merchant_application(context: &AppContext) -> Requester {
+    let registered = context
+        .merchants
+        .register(RegisterRequest {
+            business_name: "Bench Shop".into(),
+            contact_name: "Bench".into(),
+            email: "bench@shop.example".into(),
+            password: "correct horse battery staple".into(),
+            entity_type: "llc".into(),
+            registration_number: "HRB-1".into(),
+            date_registered: "2019-03-04".into(),
+            industry: "retail".into(),
+            phone: "+15551234567".into(),
+        })
+        .await
+        .unwrap();
+    let actor = context
+        .merchants
+        .authenticate(&registered.session.token)
+        .await
+        .unwrap();
+    let created = context
+        .merchants
+        .create_application(
+            &actor,
+            ApplicationInput {
+                name: Some("Bench".into()),
+                callback_url: Some("https://merchant.example/hooks".into()),
+                redirect_uris: None,
+                request_types: None,
+            },
+        )
+        .await
+        .unwrap();
+    let application = created.view.application;
+    Requester {
+        application_id: application.id.clone(),
+        client_id: application.client_id.clone(),
+        environment: Environment::Sandbox,
+        allowed_intents: application.request_types.iter().collect(),
+    }
+}
+
+fn authenticate_complete(c: &mut Criterion) {
+    let mut bench = Bench::new();
+
+    // Once each, outside criterion: the paths work and end where they should.
+    let (challenge, credential) = bench.begin_and_sign("login", None);
+    assert_eq!(bench.complete(&challenge, &credential), "authenticated");
+    let session = bench.new_session();
+    let (challenge, credential) = bench.begin_and_sign("consent", Some(session.id.to_string()));
+    assert_eq!(bench.complete(&challenge, &credential), "approved");
+
+    let mut group = c.benchmark_group("authenticate_complete");
+    group.measurement_time(Duration::from_secs(8));
+
+    // Assertions are made in the order they are verified, so the signature counter only rises.
+    let cell = std::cell::RefCell::new(bench);
+    group.bench_function("login", |b| {
+        b.iter_batched(
+            || cell.borrow_mut().begin_and_sign("login", None),
+            |(challenge, credential)| cell.borrow().complete(&challenge, &credential),
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("consent_approve", |b| {
+        b.iter_batched(
+            || {
+                let mut bench = cell.borrow_mut();
+                let session = bench.new_session();
+                bench.begin_and_sign("consent", Some(session.id.to_string()))
+            },
+            |(challenge, credential)| cell.borrow().complete(&challenge, &credential),
+            BatchSize::SmallInput,
+        );
+    });
+    group.finish();
+
+    parts(c, &mut cell.borrow_mut());
+    if std::env::var_os("IDC_STEPS").is_some() {
+        steps(&mut cell.borrow_mut(), 2000);
+    }
+}
+
+/// Per-step times of the store calls and the verification `authenticate/complete` makes, each
+/// timed in place, in the service's order, on the same challenges the service would see
+/// (`IDC_STEPS=1`). Alternates with the service itself, so both run under the same conditions.
+fn steps(bench: &mut Bench, rounds: usize) {
+    use std::time::Instant;
+
+    const NAMES: [&str; 9] = [
+        "read challenge",
+        "parse credential id",
+        "read device by credential",
+        "finish_authentication (webauthn-rs)",
+        "read user",
+        "write consume challenge",
+        "write device use",
+        "read consent session",
+        "write decide consent + outbox",
+    ];
+    let ceremony = WebauthnCeremony::from_origin_list(
+        &bench.context.config.rp_id,
+        &bench.context.config.rp_origins,
+    )
+    .unwrap();
+    let mut step_times: Vec<Vec<Duration>> = vec![Vec::new(); NAMES.len()];
+    let mut replica_times = Vec::new();
+    let mut service_times = Vec::new();
+    for round in 0..rounds {
+        let session = bench.new_session();
+        let (challenge_id, credential) =
+            bench.begin_and_sign("consent", Some(session.id.to_string()));
+        if round % 2 == 1 {
+            let started = Instant::now();
+            assert_eq!(bench.complete(&challenge_id, &credential), "approved");
+            service_times.push(started.elapsed());
+            continue;
+        }
+        let (rt, store, context) = (&bench.runtime, &bench.store, &bench.context);
+        let mut times = [Duration::ZERO; NAMES.len()];
+        let mut lap = Instant::now();
+        let mut mark = |step: usize| {
+            times[step] = lap.elapsed();
+            lap = Instant::now();
+        };
+        let started = Instant::now();
+        let id = ChallengeId::parse(&challenge_id).unwrap();
+        let challenge = rt
+            .block_on(ChallengeRepository::find(store, &id))
+            .unwrap()
+            .unwrap();
+        mark(0);
+        let credential_id = ceremony.asserted_credential_id(&credential).unwrap();
+        mark(1);
+        let device = rt
+            .block_on(store.by_credential(&credential_id))
+            .unwrap()
+            .unwrap();
+        mark(2);
+        let verified = ceremony
+            .finish_authentication(&challenge.state, &credential)
+            .unwrap();
+        mark(3);
+        rt.block_on(store.user(&device.user_id)).unwrap().unwrap();
+        mark(4);
+        let now = context.clock.now();
+        assert!(rt.block_on(store.consume(&id, now)).unwrap());
+        mark(5);
+        assert!(
+            rt.block_on(store.record_use(&device.id, verified.updated_passkey.as_deref(), now))
+                .unwrap()
+        );
+        mark(6);
+        let loaded = rt
+            .block_on(context.consents.load(session.id.as_str()))
+            .unwrap();
+        mark(7);
+        let also = vec![Outbox::new(
+            context.ids.as_ref(),
+            EventType::AuthSuccess,
+            loaded.application_id.clone(),
+            loaded.environment,
+            now,
+            json!({"challengeId": challenge_id, "phone": PHONE}),
+            &[CALLBACK],
+        )];
+        rt.block_on(
+            context
+                .consents
+                .decide(loaded, Decision::Approve, None, also),
+        )
+        .unwrap();
+        mark(8);
+        replica_times.push(started.elapsed());
+        for (all, time) in step_times.iter_mut().zip(times) {
+            all.push(time);
+        }
+    }
+    let stats = |times: &mut Vec<Duration>| {
+        times.sort();
+        let mean = times.iter().sum::<Duration>().as_secs_f64() / times.len() as f64;
+        (mean * 1e6, times[times.len() / 2].as_secs_f64() * 1e6)
+    };
+    eprintln!("\nIn-place steps of authenticate/complete (consent approve), {rounds} rounds:");
+    eprintln!("{:<40} {:>10} {:>10}", "step", "mean µs", "median µs");
+    for (name, times) in NAMES.iter().zip(step_times.iter_mut()) {
+        let (mean, median) = stats(times);
+        eprintln!("{name:<40} {mean:>10.1} {median:>10.1}");
+    }
+    let (mean, median) = stats(&mut replica_times);
+    eprintln!(
+        "{:<40} {mean:>10.1} {median:>10.1}",
+        "sum of the steps (replica)"
+    );
+    let (mean, median) = stats(&mut service_times);
+    eprintln!(
+        "{:<40} {mean:>10.1} {median:>10.1}",
+        "EndUserService::authenticate_complete"
+    );
+}
+
+/// The pieces of `authenticate/complete`, each alone, to split verification from storage.
+fn parts(c: &mut Criterion, bench: &mut Bench) {
+    let mut group = c.benchmark_group("authenticate_complete_parts");
+    group.warm_up_time(Duration::from_secs(1));
+    group.measurement_time(Duration::from_secs(4));
+
+    // One begun login challenge and its assertion; nothing below spends it.
+    let (challenge_id, credential) = bench.begin_and_sign("login", None);
+    let challenge_id = ChallengeId::parse(&challenge_id).unwrap();
+    let rt = &bench.runtime;
+    let store = &bench.store;
+    let context = &bench.context;
+    let challenge: Challenge = rt
+        .block_on(ChallengeRepository::find(store, &challenge_id))
+        .unwrap()
+        .expect("the challenge");
+    let ceremony =
+        WebauthnCeremony::from_origin_list(&context.config.rp_id, &context.config.rp_origins)
+            .unwrap();
+    let credential_id = ceremony.asserted_credential_id(&credential).unwrap();
+    let device = rt
+        .block_on(store.by_credential(&credential_id))
+        .unwrap()
+        .expect("the device");
+    let verified = ceremony
+        .finish_authentication(&challenge.state, &credential)
+        .unwrap();
+
+    // Pure computation: no database.
+    group.bench_function("verify/finish_authentication (webauthn-rs)", |b| {
+        b.iter(|| {
+            ceremony
+                .finish_authentication(&challenge.state, &credential)
+                .unwrap()
+        });
+    });
+    group.bench_function("verify/asserted_credential_id (parse only)", |b| {
+        b.iter(|| ceremony.asserted_credential_id(&credential).unwrap());
+    });
+    group.bench_function("verify/p256_verify (ring, reference)", |b| {
+        use ring::signature::{self, KeyPair as _};
+        let rng = ring::rand::SystemRandom::new();
+        let alg = &signature::ECDSA_P256_SHA256_ASN1_SIGNING;
+        let pkcs8 = signature::EcdsaKeyPair::generate_pkcs8(alg, &rng).unwrap();
+        let key = signature::EcdsaKeyPair::from_pkcs8(alg, pkcs8.as_ref(), &rng).unwrap();
+        let message = [7u8; 69];
+        let signed = key.sign(&rng, &message).unwrap();
+        let public = signature::UnparsedPublicKey::new(
+            &signature::ECDSA_P256_SHA256_ASN1,
+            key.public_key().as_ref().to_vec(),
+        );
+        b.iter(|| public.verify(&message, signed.as_ref()).unwrap());
+    });
+
+    // The store calls `authenticate/complete` makes, in order.
+    group.bench_function("store/read challenge", |b| {
+        b.iter(|| {
+            rt.block_on(ChallengeRepository::find(store, &challenge_id))
+                .unwrap()
+        });
+    });
+    // As in `authenticate/complete`, where every read follows some write: a write changes the
+    // WAL, and SQLite drops a reader connection's page cache when it next begins a read.
+    group.bench_function("store/read challenge (after a write)", |b| {
+        b.iter_batched(
+            || {
+                rt.block_on(store.record_use(&device.id, None, context.clock.now()))
+                    .unwrap()
+            },
+            |_| {
+                rt.block_on(ChallengeRepository::find(store, &challenge_id))
+                    .unwrap()
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("store/read device by credential", |b| {
+        b.iter(|| rt.block_on(store.by_credential(&credential_id)).unwrap());
+    });
+    group.bench_function("store/read user", |b| {
+        b.iter(|| rt.block_on(store.user(&device.user_id)).unwrap());
+    });
+    group.bench_function("store/write consume challenge", |b| {
+        b.iter_batched(
+            || {
+                let fresh = Challenge {
+                    id: context.ids.next(),
+                    ..challenge.clone()
+                };
+                rt.block_on(ChallengeRepository::insert(store, &fresh))
+                    .unwrap();
+                fresh.id
+            },
+            |id| {
+                assert!(
+                    rt.block_on(store.consume(&id, context.clock.now()))
+                        .unwrap()
+                )
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    let passkey = verified.updated_passkey.clone();
+    group.bench_function("store/write device use (new counter)", |b| {
+        b.iter(|| {
+            rt.block_on(store.record_use(&device.id, passkey.as_deref(), context.clock.now()))
+                .unwrap()
+        });
+    });
+    let any_session = bench.new_session();
+    let session_id = any_session.id.to_string();
+    group.bench_function("store/read consent session", |b| {
+        b.iter(|| rt.block_on(context.consents.load(&session_id)).unwrap());
+    });
+    group.bench_function("store/write decide consent (+2 outbox rows)", |b| {
+        b.iter_batched(
+            || bench.new_session(),
+            |session| {
+                let also = vec![Outbox::new(
+                    context.ids.as_ref(),
+                    EventType::AuthSuccess,
+                    session.application_id.clone(),
+                    session.environment,
+                    context.clock.now(),
+                    json!({"challengeId": challenge_id, "phone": PHONE}),
+                    &[CALLBACK],
+                )];
+                rt.block_on(
+                    context
+                        .consents
+                        .decide(session, Decision::Approve, None, also),
+                )
+                .unwrap()
+            },
+            BatchSize::SmallInput,
+        );
+    });
+    group.bench_function("empty_blocking_roundtrip", |b| {
+        b.iter(|| rt.block_on(async { tokio::task::spawn_blocking(|| 1).await.unwrap() }));
+    });
+    group.finish();
+}
+
+criterion_group!(benches, authenticate_complete);
+criterion_main!(benches);

@@ -1,0 +1,94 @@
+//! The mobile app's API (CONTRACT §2.4 and §3): enrollments, FIDO ceremonies, devices and
+//! app tokens. The app is anonymous until it holds an access token; a merchant may create an
+//! enrollment with a signed request instead.
+
+mod devices;
+mod enrollments;
+mod fido;
+mod tokens;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use actix_web::dev::Payload;
+use actix_web::http::header::HeaderName;
+use actix_web::{FromRequest, HttpRequest};
+use idconsent_enduser::EndUserError;
+use idconsent_enduser::ports::AccessClaims;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::http::auth::context;
+use crate::http::error::ApiError;
+use crate::http::extract::bearer_token;
+
+pub const DEVICE_ID: HeaderName = HeaderName::from_static("x-device-id");
+
+pub fn routes(config: &mut ServiceConfig) {
+    config
+        .service(enrollments::create)
+        .service(enrollments::get)
+        .service(enrollments::verify)
+        .service(fido::register_begin)
+        .service(fido::register_complete)
+        .service(fido::authenticate_begin)
+        .service(fido::authenticate_complete)
+        .service(devices::list)
+        .service(devices::get)
+        .service(devices::delete)
+        .service(devices::block)
+        .service(tokens::login)
+        .service(tokens::refresh);
+}
+
+impl From<EndUserError> for ApiError {
+    fn from(error: EndUserError) -> Self {
+        match error {
+            EndUserError::Invalid(errors) => ApiError::validation(errors),
+            EndUserError::RateLimited {
+                message,
+                retry_after_secs,
+            } => ApiError::rate_limited(message, retry_after_secs),
+            EndUserError::Unavailable(source) => ApiError::internal(source),
+            other => ApiError::new(other.category(), other.to_string()),
+        }
+    }
+}
+
+/// The app's `X-Device-ID`, if sent (trimmed; empty counts as absent).
+pub fn installation(req: &HttpRequest) -> Option<String> {
+    req.headers()
+        .get(DEVICE_ID)
+        .and_then(|value| value.to_str().ok())
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// `X-Device-ID`, required: 400 without it.
+pub fn required_installation(req: &HttpRequest) -> Result<String, ApiError> {
+    installation(req).ok_or_else(|| ApiError::bad_request("Missing X-Device-ID header"))
+}
+
+/// An end user signed in to the app: `Authorization: Bearer <access token>` and the
+/// `X-Device-ID` the token was issued for, on a device that is still active.
+#[derive(Debug, Clone)]
+pub struct AppUser(pub AccessClaims);
+
+impl FromRequest for AppUser {
+    type Error = ApiError;
+    type Future = Pin<Box<dyn Future<Output = Result<Self, ApiError>>>>;
+
+    fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
+        let token = bearer_token(req).map(str::to_owned);
+        let installation = installation(req);
+        let context = context(req);
+        Box::pin(async move {
+            let context = context?;
+            let token = token.ok_or_else(|| ApiError::unauthorized("Missing access token"))?;
+            let installation =
+                installation.ok_or_else(|| ApiError::bad_request("Missing X-Device-ID header"))?;
+            Ok(AppUser(
+                context.endusers.authorize(&token, &installation).await?,
+            ))
+        })
+    }
+}

@@ -1,0 +1,385 @@
+//! The hosted authorization page (CONTRACT §5): `GET /oauth/authorize/{sessionId}` shows the
+//! merchant's request and its QR code, waits for the user's decision by polling
+//! `GET /oauth/authorize/{sessionId}/status`, then sends the browser to the redirect URI:
+//! `?code=…&state=…` once approved, `?error=access_denied&state=…` once rejected or expired.
+//!
+//! No authentication: the session id carries at least 128 bits of randomness, and the page
+//! shows nothing the merchant did not write (application, description, claim names). The code
+//! appears only while it is unconsumed (PKCE protects it in the redirect); an approved request
+//! whose code is spent or expired redirects with `state` alone, so a merchant that already
+//! exchanged the code from the webhook never receives a spent code (reusing one revokes the
+//! token issued from it).
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::{HttpResponse, HttpResponseBuilder, get, web};
+use idconsent_consent::SessionStatus;
+use idconsent_merchant::ports::{ApplicationRepository, MerchantRepository};
+use idconsent_oauth::RequestStatus;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::context::AppContext;
+use crate::http::envelope::{Envelope, respond};
+use crate::http::error::{ApiError, ErrorBody};
+
+/// Milliseconds between two polls of the status endpoint by the page.
+const POLL_MILLIS: u32 = 1000;
+
+/// What the page polls.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostedStatus {
+    /// `pending`, `approved`, `rejected` or `expired`.
+    status: &'static str,
+    /// Where to send the browser, once the request is decided.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    redirect: Option<String>,
+}
+
+/// The hosted authorization page: the request's QR code, a wait for the decision, then a
+/// redirect to `redirectUri?code=…&state=…` (approved) or `redirectUri?error=access_denied&state=…`
+/// (rejected or expired). A request that is already decided redirects at once (303). No
+/// authentication: the session id is unguessable.
+#[utoipa::path(
+    tag = "oauth",
+    params(("sessionId" = String, Path, description = "`cs_…` of an OAuth request")),
+    responses(
+        (status = 200, description = "The page (HTML, strict Content-Security-Policy)", content_type = "text/html", body = String),
+        (status = 303, description = "Already decided: Location is the redirect URI with `code` and `state`, or `error=access_denied` and `state`"),
+        (status = 404, description = "No such OAuth request", body = ErrorBody)
+    )
+)]
+#[get("/oauth/authorize/{sessionId}")]
+pub async fn page(
+    context: web::Data<AppContext>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let view = context.oauth.hosted_view(&path.into_inner()).await?;
+    if let Some(location) = redirect_of(&view) {
+        return Ok(hardened(HttpResponse::SeeOther())
+            .insert_header((header::LOCATION, location))
+            .finish());
+    }
+    let application = ApplicationRepository::find(
+        context.merchant_store.as_ref(),
+        &view.session.application_id,
+    )
+    .await
+    .map_err(ApiError::internal)?;
+    let merchant = match &application {
+        Some(application) => {
+            MerchantRepository::find(context.merchant_store.as_ref(), &application.merchant_id)
+                .await
+                .map_err(ApiError::internal)?
+        }
+        None => None,
+    };
+    let nonce = context.random.hex(16);
+    let html = render(&Page {
+        session_id: view.session.id.as_str(),
+        application: application.as_ref().map(|a| a.name.as_str()),
+        merchant: merchant.as_ref().map(|m| m.business_name.as_str()),
+        description: view
+            .request
+            .description
+            .as_deref()
+            .unwrap_or(view.session.transaction.description.as_str()),
+        claims: view.request.claims.iter().map(|c| c.as_str()).collect(),
+        deep_link: &context.consents.qr_payload(&view.session.id),
+        nonce: &nonce,
+    });
+    let policy = format!(
+        "default-src 'none'; img-src 'self'; script-src 'nonce-{nonce}'; \
+         style-src 'nonce-{nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
+         frame-ancestors 'none'"
+    );
+    Ok(hardened(HttpResponse::Ok())
+        .content_type("text/html; charset=utf-8")
+        .insert_header((header::CONTENT_SECURITY_POLICY, policy))
+        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
+        .body(html))
+}
+
+/// What the hosted page polls: `status` (lower case) and, once decided, `redirect`.
+#[utoipa::path(
+    tag = "oauth",
+    params(("sessionId" = String, Path, description = "`cs_…` of an OAuth request")),
+    responses(
+        (status = 200, description = "The decision so far; `redirect` once decided", body = Envelope<HostedStatus>),
+        (status = 404, description = "No such OAuth request", body = ErrorBody)
+    )
+)]
+#[get("/oauth/authorize/{sessionId}/status")]
+pub async fn status(
+    context: web::Data<AppContext>,
+    path: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let view = context.oauth.hosted_view(&path.into_inner()).await?;
+    let mut response = respond(
+        StatusCode::OK,
+        "ok",
+        HostedStatus {
+            status: view.session.status_at(view.now).as_str(),
+            redirect: redirect_of(&view),
+        },
+    );
+    let headers = response.headers_mut();
+    for (name, value) in HARDENING {
+        headers.insert(name, HeaderValue::from_static(value));
+    }
+    Ok(response)
+}
+
+/// Headers of every answer here: nothing cached, no referrer leaves the page (its URL is the
+/// capability), no sniffing.
+const HARDENING: [(HeaderName, &str); 3] = [
+    (header::CACHE_CONTROL, "no-store"),
+    (header::REFERRER_POLICY, "no-referrer"),
+    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+];
+
+fn hardened(mut builder: HttpResponseBuilder) -> HttpResponseBuilder {
+    for header in HARDENING {
+        builder.insert_header(header);
+    }
+    builder
+}
+
+/// Where a decided request sends the browser; `None` while pending.
+fn redirect_of(view: &RequestStatus) -> Option<String> {
+    let mut params: Vec<(&str, &str)> = Vec::with_capacity(2);
+    match view.session.status_at(view.now) {
+        SessionStatus::Pending => return None,
+        SessionStatus::Approved => {
+            if let Some(code) = &view.code {
+                params.push(("code", code));
+            }
+        }
+        SessionStatus::Rejected | SessionStatus::Expired => params.push(("error", "access_denied")),
+    }
+    if let Some(state) = &view.request.state {
+        params.push(("state", state));
+    }
+    Some(with_query(&view.request.redirect_uri, &params))
+}
+
+/// `uri` with `params` added to its query (RFC 6749 §4.1.2: keep the query it has). Registered
+/// redirect URIs have no fragment; one would stay last all the same.
+fn with_query(uri: &str, params: &[(&str, &str)]) -> String {
+    let (base, fragment) = match uri.split_once('#') {
+        Some((base, fragment)) => (base, Some(fragment)),
+        None => (uri, None),
+    };
+    let mut out = String::with_capacity(base.len() + 128);
+    out.push_str(base);
+    let mut separator = match base.split_once('?') {
+        None => Some('?'),
+        Some((_, "")) => None,
+        Some((_, query)) if query.ends_with('&') => None,
+        Some(_) => Some('&'),
+    };
+    for (name, value) in params {
+        if let Some(separator) = separator {
+            out.push(separator);
+        }
+        percent_encode(name, &mut out);
+        out.push('=');
+        percent_encode(value, &mut out);
+        separator = Some('&');
+    }
+    if let Some(fragment) = fragment {
+        out.push('#');
+        out.push_str(fragment);
+    }
+    out
+}
+
+/// RFC 3986 percent-encoding of everything but the unreserved characters.
+fn percent_encode(text: &str, out: &mut String) {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    for byte in text.bytes() {
+        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(byte));
+        } else {
+            out.push('%');
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
+        }
+    }
+}
+
+/// Text for HTML content and double-quoted attributes.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+struct Page<'a> {
+    session_id: &'a str,
+    application: Option<&'a str>,
+    merchant: Option<&'a str>,
+    description: &'a str,
+    claims: Vec<&'a str>,
+    deep_link: &'a str,
+    nonce: &'a str,
+}
+
+fn render(text: &Page<'_>) -> String {
+    let requester = match (text.application, text.merchant) {
+        (Some(application), Some(merchant)) if application != merchant => {
+            format!("{} · {}", escape(application), escape(merchant))
+        }
+        (Some(name), _) | (None, Some(name)) => escape(name),
+        (None, None) => "An application".to_owned(),
+    };
+    let shares = if text.claims.is_empty() {
+        String::new()
+    } else {
+        let names: Vec<String> = text
+            .claims
+            .iter()
+            .map(|claim| escape(&claim.replace('_', " ")))
+            .collect();
+        format!(
+            "<p class=\"shares\">It asks for your verified {}.</p>",
+            names.join(", ")
+        )
+    };
+    let id = escape(text.session_id);
+    let nonce = text.nonce;
+    format!(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>Approve with idconsent</title>
+<noscript><meta http-equiv="refresh" content="5"></noscript>
+<style nonce="{nonce}">
+body{{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1d2330}}
+main{{max-width:26rem;margin:3rem auto;padding:2rem;background:#fff;border-radius:12px;box-shadow:0 1px 4px rgba(0,0,0,.12);text-align:center}}
+.requester{{margin:0;color:#5a6272;font-size:.9rem}}
+h1{{margin:.4rem 0 1rem;font-size:1.3rem;overflow-wrap:anywhere}}
+img{{display:block;margin:1rem auto;width:240px;height:240px}}
+.shares{{color:#5a6272;font-size:.9rem}}
+#status{{font-weight:600}}
+a{{color:#2457c5}}
+</style>
+</head>
+<body>
+<main id="authorize" data-status-url="/oauth/authorize/{id}/status" data-poll-ms="{POLL_MILLIS}">
+<p class="requester">{requester}</p>
+<h1>{description}</h1>
+<p>Scan this code with the idconsent app to approve or decline.</p>
+<img id="qr" src="/v1/consents/qr/svg/{id}" width="240" height="240" alt="QR code of this request for the idconsent app">
+<p><a href="{deep_link}">Open in the idconsent app on this device</a></p>
+{shares}
+<p id="status" role="status" aria-live="polite">Waiting for your decision…</p>
+</main>
+<script nonce="{nonce}">
+(function () {{
+  "use strict";
+  var root = document.getElementById("authorize");
+  var url = root.getAttribute("data-status-url");
+  var every = Number(root.getAttribute("data-poll-ms")) || 1000;
+  var note = document.getElementById("status");
+  var said = {{
+    approved: "Approved. Taking you back…",
+    rejected: "Declined. Taking you back…",
+    expired: "This request has expired. Taking you back…"
+  }};
+  function later(ms) {{ window.setTimeout(poll, ms); }}
+  function poll() {{
+    fetch(url, {{ cache: "no-store", credentials: "omit", headers: {{ Accept: "application/json" }} }})
+      .then(function (response) {{
+        if (response.status === 404) {{
+          note.textContent = "This request does not exist any more.";
+          return null;
+        }}
+        return response.ok ? response.json() : Promise.reject(response.status);
+      }})
+      .then(function (body) {{
+        if (!body) {{ return; }}
+        var data = body.data || {{}};
+        if (data.status === "pending" || !data.redirect) {{ later(every); return; }}
+        document.getElementById("qr").hidden = true;
+        note.textContent = said[data.status] || "Done. Taking you back…";
+        window.location.replace(data.redirect);
+      }})
+      .catch(function () {{ later(every * 3); }});
+  }}
+  later(every);
+}})();
+</script>
+</body>
+</html>
+"#,
+        description = escape(text.description),
+        deep_link = escape(text.deep_link),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_appended_and_encoded() {
+        let params = [("code", "ac_1f"), ("state", "a b&c=d/é")];
+        assert_eq!(
+            with_query("https://shop.example/cb", &params),
+            "https://shop.example/cb?code=ac_1f&state=a%20b%26c%3Dd%2F%C3%A9"
+        );
+        assert_eq!(
+            with_query("https://shop.example/cb?shop=1", &params[..1]),
+            "https://shop.example/cb?shop=1&code=ac_1f"
+        );
+        assert_eq!(
+            with_query("https://shop.example/cb?", &params[..1]),
+            "https://shop.example/cb?code=ac_1f"
+        );
+        assert_eq!(
+            with_query("https://shop.example/cb?x=1&", &params[..1]),
+            "https://shop.example/cb?x=1&code=ac_1f"
+        );
+        assert_eq!(
+            with_query("https://shop.example/cb#top", &params[..1]),
+            "https://shop.example/cb?code=ac_1f#top"
+        );
+        assert_eq!(
+            with_query("https://shop.example/cb", &[]),
+            "https://shop.example/cb"
+        );
+    }
+
+    #[test]
+    fn merchant_text_is_escaped() {
+        let html = render(&Page {
+            session_id: "cs_abc",
+            application: Some("<script>alert(1)</script>"),
+            merchant: Some("A & B"),
+            description: "\"quoted\" 'text'",
+            claims: vec!["phone_number"],
+            deep_link: "idconsent://auth/cs_abc",
+            nonce: "n0nce",
+        });
+        assert!(!html.contains("<script>alert"));
+        assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt; · A &amp; B"));
+        assert!(html.contains("&quot;quoted&quot; &#39;text&#39;"));
+        assert!(html.contains("verified phone number."));
+        assert!(html.contains("<script nonce=\"n0nce\">"));
+        assert!(html.contains("src=\"/v1/consents/qr/svg/cs_abc\""));
+    }
+}

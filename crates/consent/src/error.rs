@@ -1,0 +1,51 @@
+use idconsent_kernel::{ErrorCategory, ValidationErrors};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConsentError {
+    #[error("{0}")]
+    Invalid(ValidationErrors),
+    #[error("{0}")]
+    Forbidden(&'static str),
+    #[error("{0}")]
+    NotFound(&'static str),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("{message}")]
+    RateLimited {
+        message: &'static str,
+        retry_after_secs: u64,
+    },
+    #[error("internal error")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ConsentError {
+    pub fn category(&self) -> ErrorCategory {
+        match self {
+            ConsentError::Invalid(_) => ErrorCategory::Validation,
+            ConsentError::Forbidden(_) => ErrorCategory::Forbidden,
+            ConsentError::NotFound(_) => ErrorCategory::NotFound,
+            ConsentError::Conflict(_) => ErrorCategory::Conflict,
+            ConsentError::RateLimited { .. } => ErrorCategory::RateLimited,
+            ConsentError::Unavailable(_) => ErrorCategory::Internal,
+        }
+    }
+}
+
+impl From<ValidationErrors> for ConsentError {
+    fn from(errors: ValidationErrors) -> Self {
+        ConsentError::Invalid(errors)
+    }
+}
+
+impl From<crate::ports::StoreError> for ConsentError {
+    fn from(error: crate::ports::StoreError) -> Self {
+        match error {
+            crate::ports::StoreError::NotFound => ConsentError::NotFound("Session not found"),
+            crate::ports::StoreError::NotPending => {
+                ConsentError::Conflict("The session is no longer pending".into())
+            }
+            crate::ports::StoreError::Unavailable(source) => ConsentError::Unavailable(source),
+        }
+    }
+}

@@ -1,0 +1,14 @@
+#![doc = include_str!("../README.md")]
+
+mod error;
+mod model;
+pub mod ports;
+mod service;
+
+#[cfg(feature = "contract")]
+pub mod contract;
+
+pub use error::ConsentError;
+pub use model::{Decision, Session, SessionStatus, Transaction};
+pub use ports::{CreateRefused, FloodLimits, RecipientDirectory, SessionRepository, StoreError};
+pub use service::{ConsentService, ConsentSettings, CreateRequest, Requester, TransactionInput};

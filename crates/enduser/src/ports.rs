@@ -1,0 +1,287 @@
+//! The end-user ports.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, RefreshFamilyId};
+use idconsent_kernel::{PhoneNumber, Timestamp};
+use idconsent_webhook::Outbox;
+use serde_json::Value;
+
+use crate::model::{
+    Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, Purpose, RefreshToken,
+};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    /// A unique value (a credential id) is taken.
+    #[error("already exists")]
+    Duplicate,
+    #[error("end-user storage failed")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Enrollments and end users.
+///
+/// Contract:
+/// - `spend_otp_attempt` takes one attempt from a `pending_otp` enrollment and, on its last one,
+///   moves it to `failed`, atomically; it returns the enrollment as it now is (`None` if unknown).
+/// - `ensure_user` returns the user with this phone, inserting `candidate` if there is none; of
+///   concurrent callers all get the same user.
+/// - `complete` moves the enrollment from `passkey_registered` to `completed`, marks its user
+///   enrolled (first time only) and writes the outbox, in one transaction; `false` if the
+///   enrollment was not `passkey_registered`.
+#[async_trait]
+pub trait EnrollmentRepository: Send + Sync + fmt::Debug {
+    async fn insert(&self, enrollment: &Enrollment) -> Result<(), StoreError>;
+    async fn find(&self, id: &EnrollmentId) -> Result<Option<Enrollment>, StoreError>;
+    /// When the enrollments of `phone` created at or after `since` were created, oldest first.
+    async fn created_since(
+        &self,
+        phone: &PhoneNumber,
+        since: Timestamp,
+    ) -> Result<Vec<Timestamp>, StoreError>;
+    async fn spend_otp_attempt(
+        &self,
+        id: &EnrollmentId,
+        at: Timestamp,
+    ) -> Result<Option<Enrollment>, StoreError>;
+    async fn ensure_user(&self, candidate: &EndUser) -> Result<EndUser, StoreError>;
+    async fn user_by_phone(&self, phone: &PhoneNumber) -> Result<Option<EndUser>, StoreError>;
+    async fn user(&self, id: &EndUserId) -> Result<Option<EndUser>, StoreError>;
+    async fn complete(
+        &self,
+        id: &EnrollmentId,
+        user: &EndUserId,
+        at: Timestamp,
+        outbox: &[Outbox],
+    ) -> Result<bool, StoreError>;
+}
+
+/// Devices and their passkeys.
+///
+/// Contract:
+/// - `register` inserts the device, moves its enrollment from `pending_otp` to
+///   `passkey_registered` (recording the device) and writes the outbox, in one transaction;
+///   `Duplicate` when the credential id is already registered, `NotFound` when the enrollment
+///   is no longer `pending_otp` (nothing written in either case).
+/// - `record_use` stores the updated passkey (its counter) and `last_used_at` of an active
+///   device; `false` when the device is not active.
+/// - `set_status` moves a device from one of `from` to `to`, revokes every refresh token issued
+///   for it and writes the outbox, in one transaction; `false` when it was not in `from`.
+#[async_trait]
+pub trait DeviceRepository: Send + Sync + fmt::Debug {
+    async fn register(
+        &self,
+        device: &Device,
+        enrollment: &EnrollmentId,
+        at: Timestamp,
+        outbox: &[Outbox],
+    ) -> Result<(), StoreError>;
+    async fn find(&self, id: &DeviceId) -> Result<Option<Device>, StoreError>;
+    async fn of_user(&self, user: &EndUserId) -> Result<Vec<Device>, StoreError>;
+    async fn by_credential(&self, credential_id: &str) -> Result<Option<Device>, StoreError>;
+    async fn record_use(
+        &self,
+        id: &DeviceId,
+        passkey: Option<&str>,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+    async fn set_status(
+        &self,
+        id: &DeviceId,
+        from: &[DeviceStatus],
+        to: DeviceStatus,
+        at: Timestamp,
+        outbox: &[Outbox],
+    ) -> Result<bool, StoreError>;
+}
+
+/// FIDO challenges.
+///
+/// Contract: `consume` marks an unused, unexpired challenge used at `at` and says whether this
+/// call did it; of concurrent consumers exactly one gets `true`. `forget_expired` deletes
+/// challenges that expired before `before` and returns how many.
+#[async_trait]
+pub trait ChallengeRepository: Send + Sync + fmt::Debug {
+    async fn insert(&self, challenge: &Challenge) -> Result<(), StoreError>;
+    async fn find(&self, id: &ChallengeId) -> Result<Option<Challenge>, StoreError>;
+    async fn consume(&self, id: &ChallengeId, at: Timestamp) -> Result<bool, StoreError>;
+    async fn forget_expired(&self, before: Timestamp) -> Result<usize, StoreError>;
+}
+
+/// What presenting a refresh token did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rotation {
+    /// The token was live: it is now used and this successor is stored.
+    Rotated(RefreshToken),
+    /// The token was already used: its whole family is now revoked.
+    Reused(RefreshFamilyId),
+    /// Unknown, expired or revoked.
+    Invalid,
+}
+
+/// The successor of a presented refresh token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NextToken {
+    pub hash: String,
+    /// The `X-Device-ID` presenting the token; it must be the one the family was issued for.
+    pub installation: String,
+    pub expires_at: Timestamp,
+}
+
+/// Refresh tokens, stored by keyed hash.
+///
+/// Contract: `rotate` is atomic: a live token (unused, unrevoked, unexpired at `at`, issued for
+/// `next.installation`) is marked used and its successor stored in the same family, for the
+/// same user and device, and returned as `Rotated`; an already used one revokes every token of
+/// its family (`Reused`); anything else changes nothing (`Invalid`). Of concurrent rotations of
+/// one token exactly one gets `Rotated`.
+#[async_trait]
+pub trait RefreshTokenRepository: Send + Sync + fmt::Debug {
+    async fn insert(&self, token: &RefreshToken) -> Result<(), StoreError>;
+    async fn rotate(
+        &self,
+        presented_hash: &str,
+        next: &NextToken,
+        at: Timestamp,
+    ) -> Result<Rotation, StoreError>;
+}
+
+/// A passkey ceremony failure. `Refused` is the user's (or an attacker's) fault and maps to 401;
+/// `Malformed` is a credential that is not even well-formed JSON of the right shape (400).
+#[derive(Debug, thiserror::Error)]
+pub enum PasskeyError {
+    #[error("the credential is malformed: {0}")]
+    Malformed(String),
+    #[error("the credential was refused: {0}")]
+    Refused(String),
+    #[error("passkey ceremony failed: {0}")]
+    Internal(String),
+}
+
+/// The options to send to the authenticator and the state to keep until it answers.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CeremonyStart {
+    /// `{"publicKey": {...}}` as the WebAuthn JSON API expects it.
+    pub options: Value,
+    /// Opaque state for `finish_*`; stored with the challenge.
+    pub state: String,
+}
+
+/// A newly registered passkey.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewPasskey {
+    /// base64url credential id.
+    pub credential_id: String,
+    pub passkey: String,
+}
+
+/// A verified assertion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifiedAssertion {
+    pub credential_id: String,
+    /// The passkey with its counter advanced, when it changed.
+    pub updated_passkey: Option<String>,
+}
+
+/// WebAuthn, with user verification required and the relying party from configuration.
+///
+/// Contract:
+/// - `start_registration` excludes `existing` credential ids.
+/// - `start_authentication` uses exactly `challenge` as the WebAuthn challenge and allows only
+///   `passkeys`.
+/// - `finish_authentication` verifies signature, challenge, origin, RP ID, the UP and UV flags
+///   and that the counter advanced; anything else is `Refused`.
+pub trait PasskeyCeremony: Send + Sync + fmt::Debug {
+    fn start_registration(
+        &self,
+        user_handle: &str,
+        name: &str,
+        display_name: &str,
+        existing: &[String],
+    ) -> Result<CeremonyStart, PasskeyError>;
+    fn finish_registration(
+        &self,
+        state: &str,
+        credential: &Value,
+    ) -> Result<NewPasskey, PasskeyError>;
+    fn start_authentication(
+        &self,
+        passkeys: &[String],
+        challenge: [u8; 32],
+    ) -> Result<CeremonyStart, PasskeyError>;
+    fn finish_authentication(
+        &self,
+        state: &str,
+        credential: &Value,
+    ) -> Result<VerifiedAssertion, PasskeyError>;
+    /// The credential id an assertion claims to come from (before verifying anything).
+    fn asserted_credential_id(&self, credential: &Value) -> Result<String, PasskeyError>;
+}
+
+/// Claims of an end-user access token.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessClaims {
+    pub user: EndUserId,
+    pub device: DeviceId,
+    /// The `X-Device-ID` the token was issued for.
+    pub installation: String,
+    pub issued_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AccessTokenError {
+    #[error("invalid or expired token")]
+    Invalid,
+    #[error("token could not be issued: {0}")]
+    Issue(String),
+}
+
+/// Short-lived signed access tokens for the app.
+pub trait AccessTokens: Send + Sync + fmt::Debug {
+    fn issue(&self, claims: &AccessClaims) -> Result<String, AccessTokenError>;
+    fn verify(&self, token: &str, now: Timestamp) -> Result<AccessClaims, AccessTokenError>;
+}
+
+/// The object a purpose names, as the user must see it before approving.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// The recipient the object was created for; only their passkeys may act on it.
+    pub recipient: PhoneNumber,
+    /// What the app shows: merchant, application, intent, transaction or terms.
+    pub context: Value,
+    /// Who hears about it (auth.success / auth.failed).
+    pub audience: Option<Audience>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TargetError {
+    #[error("not found")]
+    NotFound,
+    /// The object is no longer pending: `message` says what it is.
+    #[error("{0}")]
+    NotPending(String),
+    #[error("target lookup failed")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// The objects purposes name (consent sessions now; mandates and signature requests later),
+/// answered by their own domains at the composition root.
+#[async_trait]
+pub trait ApprovalTargets: Send + Sync + fmt::Debug {
+    /// The object as the user must see it; `NotFound` for unknown ids and kinds not served.
+    async fn describe(&self, purpose: &Purpose) -> Result<Target, TargetError>;
+    /// Applies the decision, writing the events `also` builds for the object's audience in the
+    /// same transaction; returns the object's new status. `NotPending` when it was already
+    /// decided or expired.
+    async fn decide(
+        &self,
+        purpose: &Purpose,
+        approve: bool,
+        also: &(dyn for<'a> Fn(&'a Audience) -> Vec<Outbox> + Send + Sync),
+    ) -> Result<String, TargetError>;
+}

@@ -1,0 +1,1013 @@
+//! The end-user use cases: enroll, register a passkey, authenticate for a purpose, approve,
+//! app tokens and devices.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, TypedId};
+use idconsent_kernel::{
+    Clock, IdGenerator, KeyedHash, Nudge, PhoneNumber, RandomSource, Timestamp, ValidationErrors,
+};
+use idconsent_notification::{Address, NewMessage, NotificationSender};
+use idconsent_webhook::{DeliveryStore, EventType, Outbox};
+use serde_json::{Value, json};
+
+use crate::commitment::{context_hash, derive_challenge};
+use crate::error::EndUserError;
+use crate::model::{
+    Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, EnrollmentStatus, Purpose,
+    PurposeKind, RefreshToken,
+};
+use crate::ports::{
+    AccessClaims, AccessTokens, ApprovalTargets, ChallengeRepository, DeviceRepository,
+    EnrollmentRepository, NextToken, PasskeyCeremony, RefreshTokenRepository, Rotation,
+    TargetError,
+};
+
+const OTP_PURPOSE: &str = "enrollment-otp";
+const REFRESH_PURPOSE: &str = "app-refresh-token";
+
+/// Lifetimes and limits (CONTRACT §2.4 and §3).
+#[derive(Debug, Clone)]
+pub struct EndUserSettings {
+    pub otp_ttl: Duration,
+    pub otp_attempts: u32,
+    /// SMS flood guard: at most this many enrollments per phone per `enrollment_window`.
+    pub enrollments_per_window: u32,
+    pub enrollment_window: Duration,
+    pub challenge_ttl: Duration,
+    pub access_ttl: Duration,
+    pub refresh_ttl: Duration,
+}
+
+impl Default for EndUserSettings {
+    fn default() -> Self {
+        Self {
+            otp_ttl: Duration::from_secs(600),
+            otp_attempts: 5,
+            enrollments_per_window: 5,
+            enrollment_window: Duration::from_secs(3600),
+            challenge_ttl: Duration::from_secs(120),
+            access_ttl: Duration::from_secs(900),
+            refresh_ttl: Duration::from_secs(30 * 24 * 3600),
+        }
+    }
+}
+
+/// Everything the service needs from the outside.
+#[derive(Debug, Clone)]
+pub struct EndUserPorts {
+    pub enrollments: Arc<dyn EnrollmentRepository>,
+    pub devices: Arc<dyn DeviceRepository>,
+    pub challenges: Arc<dyn ChallengeRepository>,
+    pub refresh_tokens: Arc<dyn RefreshTokenRepository>,
+    pub passkeys: Arc<dyn PasskeyCeremony>,
+    pub access_tokens: Arc<dyn AccessTokens>,
+    pub targets: Arc<dyn ApprovalTargets>,
+    pub notifications: Arc<dyn NotificationSender>,
+    /// For events written outside another transaction (auth.failed).
+    pub events: Arc<dyn DeliveryStore>,
+    pub hasher: Arc<dyn KeyedHash>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+    pub random: Arc<dyn RandomSource>,
+    /// Wakes the webhook worker after events are written.
+    pub outbox_written: Option<Arc<dyn Nudge>>,
+}
+
+/// `POST /v1/enrollments`.
+#[derive(Debug, Clone, Default)]
+pub struct EnrollRequest {
+    pub phone: String,
+    pub name: Option<String>,
+    pub device_name: Option<String>,
+    pub platform: Option<String>,
+}
+
+/// A started assertion: what the app passes to the authenticator and shows the user.
+#[derive(Debug, Clone)]
+pub struct AuthenticationStart {
+    pub challenge_id: ChallengeId,
+    pub options: Value,
+    pub context: Value,
+    pub context_hash: String,
+    pub nonce: String,
+}
+
+/// What `authenticate/complete` did.
+#[derive(Debug, Clone)]
+pub struct Completed {
+    pub purpose: Purpose,
+    /// The object's status afterwards (`approved`, `rejected`, `completed`, `authenticated`).
+    pub status: String,
+}
+
+/// An access and refresh token pair.
+#[derive(Debug, Clone)]
+pub struct TokenPair {
+    pub access_token: String,
+    pub refresh_token: String,
+    pub expires_in: u64,
+}
+
+/// A verified assertion: its challenge, the device that made it and its user.
+#[derive(Debug)]
+struct Asserted {
+    challenge: Challenge,
+    device: Device,
+    user: EndUser,
+}
+
+#[derive(Debug, Clone)]
+pub struct EndUserService {
+    ports: EndUserPorts,
+    settings: EndUserSettings,
+}
+
+impl EndUserService {
+    pub fn new(ports: EndUserPorts, settings: EndUserSettings) -> Self {
+        Self { ports, settings }
+    }
+
+    fn now(&self) -> Timestamp {
+        self.ports.clock.now()
+    }
+
+    /// Starts an enrollment and texts its 6-digit code.
+    pub async fn enroll(
+        &self,
+        request: EnrollRequest,
+        installation: &str,
+        audience: Option<Audience>,
+    ) -> Result<Enrollment, EndUserError> {
+        let mut errors = ValidationErrors::new();
+        let phone = errors.check("phone", PhoneNumber::parse(&request.phone));
+        let name = optional_text(&mut errors, "name", request.name, 100);
+        let device_name = optional_text(&mut errors, "deviceName", request.device_name, 100);
+        let platform = optional_text(&mut errors, "platform", request.platform, 40);
+        let phone = errors.finish_with(|| phone)?;
+        let installation = check_installation(installation)?;
+
+        let now = self.now();
+        // Every enrollment texts the phone: bound what anyone can make us send to one number.
+        let recent = self
+            .ports
+            .enrollments
+            .created_since(&phone, now.minus(self.settings.enrollment_window))
+            .await?;
+        if recent.len() >= self.settings.enrollments_per_window as usize {
+            let oldest = recent.first().copied().unwrap_or(now);
+            return Err(EndUserError::RateLimited {
+                message: "Too many enrollments for this phone; try again later",
+                retry_after_secs: oldest
+                    .plus(self.settings.enrollment_window)
+                    .since(now)
+                    .as_secs()
+                    .max(1),
+            });
+        }
+        let code = self.ports.random.digits(6);
+        let id: EnrollmentId = self.ports.ids.next();
+        let enrollment = Enrollment {
+            otp_hash: self.otp_hash(&id, &code),
+            id,
+            phone,
+            name,
+            device_name,
+            platform,
+            installation: installation.to_owned(),
+            audience,
+            status: EnrollmentStatus::PendingOtp,
+            otp_attempts_left: self.settings.otp_attempts,
+            otp_expires_at: now.plus(self.settings.otp_ttl),
+            device_id: None,
+            created_at: now,
+            updated_at: now,
+        };
+        self.ports.enrollments.insert(&enrollment).await?;
+        let to = Address::parse(enrollment.phone.as_str())
+            .map_err(|_| EndUserError::Unavailable("phone is not an SMS address".into()))?;
+        self.ports
+            .notifications
+            .send(NewMessage {
+                to,
+                subject: "idconsent enrollment code".into(),
+                body: format!(
+                    "Your idconsent code is {code}. It expires in {} minutes. Never share it.",
+                    self.settings.otp_ttl.as_secs() / 60
+                ),
+                code: Some(code),
+                link: None,
+            })
+            .await
+            .map_err(|error| EndUserError::Unavailable(Box::new(error)))?;
+        Ok(enrollment)
+    }
+
+    pub async fn enrollment(&self, id: &str) -> Result<Enrollment, EndUserError> {
+        let id = EnrollmentId::parse(id).map_err(|_| ENROLLMENT_NOT_FOUND)?;
+        self.ports
+            .enrollments
+            .find(&id)
+            .await?
+            .ok_or(ENROLLMENT_NOT_FOUND)
+    }
+
+    /// Checks the SMS code and starts a passkey registration.
+    pub async fn register_begin(
+        &self,
+        enrollment_id: &str,
+        code: &str,
+    ) -> Result<(ChallengeId, Value), EndUserError> {
+        let enrollment = self.enrollment(enrollment_id).await?;
+        let now = self.now();
+        match enrollment.status {
+            EnrollmentStatus::PendingOtp => {}
+            EnrollmentStatus::Failed => return Err(INVALID_CODE),
+            other => {
+                return Err(EndUserError::Conflict(format!(
+                    "The enrollment is already {}",
+                    other.as_str()
+                )));
+            }
+        }
+        if now >= enrollment.otp_expires_at {
+            return Err(INVALID_CODE);
+        }
+        let presented = self.otp_hash(&enrollment.id, code.trim());
+        if !constant_time_eq(presented.as_bytes(), enrollment.otp_hash.as_bytes()) {
+            self.ports
+                .enrollments
+                .spend_otp_attempt(&enrollment.id, now)
+                .await?;
+            return Err(INVALID_CODE);
+        }
+        let user = self
+            .ports
+            .enrollments
+            .ensure_user(&EndUser {
+                id: self.ports.ids.next(),
+                phone: enrollment.phone.clone(),
+                handle: self.ports.random.hex(16),
+                name: enrollment.name.clone(),
+                enrolled_at: None,
+                created_at: now,
+            })
+            .await?;
+        let existing: Vec<String> = self
+            .ports
+            .devices
+            .of_user(&user.id)
+            .await?
+            .into_iter()
+            .filter(|device| device.status != DeviceStatus::Deregistered)
+            .map(|device| device.credential_id)
+            .collect();
+        let display = user.name.clone().unwrap_or_else(|| user.phone.masked());
+        let started = self.ports.passkeys.start_registration(
+            &user.handle,
+            user.phone.as_str(),
+            &display,
+            &existing,
+        )?;
+        let challenge = Challenge {
+            id: self.ports.ids.next(),
+            purpose: Purpose {
+                kind: PurposeKind::Registration,
+                id: Some(enrollment.id.to_string()),
+            },
+            phone: enrollment.phone.clone(),
+            enrollment_id: Some(enrollment.id.clone()),
+            state: started.state,
+            context_hash: None,
+            expires_at: now.plus(self.settings.challenge_ttl),
+            used_at: None,
+            created_at: now,
+        };
+        self.ports.challenges.insert(&challenge).await?;
+        Ok((challenge.id, started.options))
+    }
+
+    /// Verifies the attestation and registers the device (event `device.registered`).
+    pub async fn register_complete(
+        &self,
+        challenge_id: &str,
+        credential: &Value,
+        installation: Option<&str>,
+    ) -> Result<Device, EndUserError> {
+        let now = self.now();
+        let challenge = self
+            .find_challenge(challenge_id)
+            .await?
+            .filter(|challenge| challenge.purpose.kind == PurposeKind::Registration)
+            .ok_or(INVALID_CHALLENGE)?;
+        let passkey = self
+            .ports
+            .passkeys
+            .finish_registration(&challenge.state, credential)?;
+        if challenge.used_at.is_some() || now >= challenge.expires_at {
+            return Err(INVALID_CHALLENGE);
+        }
+        let enrollment_id = challenge.enrollment_id.clone().ok_or(INVALID_CHALLENGE)?;
+        let enrollment = self.enrollment(enrollment_id.as_str()).await?;
+        let user = self
+            .ports
+            .enrollments
+            .user_by_phone(&enrollment.phone)
+            .await?
+            .ok_or(INVALID_CHALLENGE)?;
+        if !self.ports.challenges.consume(&challenge.id, now).await? {
+            return Err(INVALID_CHALLENGE);
+        }
+        let device = Device {
+            id: self.ports.ids.next(),
+            user_id: user.id.clone(),
+            name: enrollment
+                .device_name
+                .clone()
+                .unwrap_or_else(|| "Passkey".into()),
+            platform: enrollment
+                .platform
+                .clone()
+                .unwrap_or_else(|| "unknown".into()),
+            // The enrolling installation, unless the app names itself again.
+            installation: match installation {
+                Some(installation) => check_installation(installation)?.to_owned(),
+                None => enrollment.installation.clone(),
+            },
+            audience: enrollment.audience.clone(),
+            status: DeviceStatus::Active,
+            credential_id: passkey.credential_id,
+            passkey: passkey.passkey,
+            created_at: now,
+            last_used_at: None,
+        };
+        let outbox = self.event(
+            enrollment.audience.as_ref(),
+            EventType::DeviceRegistered,
+            json!({
+                "deviceId": device.id,
+                "enrollmentId": enrollment.id,
+                "phone": enrollment.phone.as_str(),
+                "name": device.name,
+                "platform": device.platform,
+            }),
+        );
+        match self
+            .ports
+            .devices
+            .register(&device, &enrollment.id, now, &outbox)
+            .await
+        {
+            Ok(()) => {}
+            Err(crate::ports::StoreError::NotFound) => {
+                return Err(EndUserError::Conflict(
+                    "The enrollment already has a passkey".into(),
+                ));
+            }
+            Err(other) => return Err(other.into()),
+        }
+        self.nudge(&outbox);
+        Ok(device)
+    }
+
+    /// Starts an assertion for a purpose; the challenge commits to the context returned.
+    pub async fn authenticate_begin(
+        &self,
+        phone: &str,
+        purpose_type: &str,
+        purpose_id: Option<String>,
+    ) -> Result<AuthenticationStart, EndUserError> {
+        let mut errors = ValidationErrors::new();
+        let phone = errors.check("phone", PhoneNumber::parse(phone));
+        let kind = PurposeKind::parse(purpose_type).filter(|k| *k != PurposeKind::Registration);
+        if kind.is_none() {
+            errors.push(
+                "purpose.type",
+                "must be login, enrollment, consent, mandate or signature",
+            );
+        }
+        let needs_id = kind.is_some_and(|k| k != PurposeKind::Login);
+        let purpose_id = purpose_id.filter(|id| !id.trim().is_empty());
+        if needs_id && purpose_id.is_none() {
+            errors.push("purpose.id", "is required for this purpose");
+        }
+        let (phone, kind) = errors.finish_with(|| Some((phone?, kind?)))?;
+        let purpose = Purpose {
+            kind,
+            id: if kind == PurposeKind::Login {
+                None
+            } else {
+                purpose_id
+            },
+        };
+
+        let user = self
+            .ports
+            .enrollments
+            .user_by_phone(&phone)
+            .await?
+            .ok_or(NOT_ENROLLED)?;
+        let context = match kind {
+            PurposeKind::Enrollment => {
+                let enrollment = self
+                    .enrollment(purpose.id.as_deref().unwrap_or_default())
+                    .await?;
+                if enrollment.phone != phone {
+                    return Err(ENROLLMENT_NOT_FOUND);
+                }
+                if enrollment.status != EnrollmentStatus::PasskeyRegistered {
+                    return Err(EndUserError::Conflict(format!(
+                        "The enrollment is {}",
+                        enrollment.status.as_str()
+                    )));
+                }
+                json!({"type": "enrollment", "enrollmentId": enrollment.id, "phone": phone.as_str()})
+            }
+            _ if user.enrolled_at.is_none() => return Err(NOT_ENROLLED),
+            PurposeKind::Login => json!({"type": "login", "phone": phone.as_str()}),
+            _ => {
+                let target = self
+                    .ports
+                    .targets
+                    .describe(&purpose)
+                    .await
+                    .map_err(|error| match error {
+                        TargetError::NotFound => TARGET_NOT_FOUND,
+                        other => other.into(),
+                    })?;
+                // Someone else's session is as invisible as one that does not exist.
+                if target.recipient != phone {
+                    return Err(TARGET_NOT_FOUND);
+                }
+                target.context
+            }
+        };
+        let passkeys: Vec<String> = self
+            .ports
+            .devices
+            .of_user(&user.id)
+            .await?
+            .into_iter()
+            .filter(|device| device.status == DeviceStatus::Active)
+            .map(|device| device.passkey)
+            .collect();
+        if passkeys.is_empty() {
+            return Err(EndUserError::NotFound("No active device for this phone"));
+        }
+
+        let now = self.now();
+        let hash = context_hash(&context);
+        let nonce: [u8; 32] = self.ports.random.bytes();
+        let started = self
+            .ports
+            .passkeys
+            .start_authentication(&passkeys, derive_challenge(&nonce, &hash))?;
+        let challenge = Challenge {
+            id: self.ports.ids.next(),
+            purpose,
+            phone,
+            enrollment_id: None,
+            state: started.state,
+            context_hash: Some(hex::encode(hash)),
+            expires_at: now.plus(self.settings.challenge_ttl),
+            used_at: None,
+            created_at: now,
+        };
+        self.ports.challenges.insert(&challenge).await?;
+        Ok(AuthenticationStart {
+            challenge_id: challenge.id,
+            options: started.options,
+            context,
+            context_hash: hex::encode(hash),
+            nonce: hex::encode(nonce),
+        })
+    }
+
+    /// `authenticate/complete`: verifies the assertion, then applies `approve` to the object
+    /// its purpose names (or completes the enrollment, or just authenticates for `login`).
+    pub async fn authenticate_complete(
+        &self,
+        challenge_id: &str,
+        credential: &Value,
+        approve: bool,
+    ) -> Result<Completed, EndUserError> {
+        let asserted = self.assert(challenge_id, credential, None).await?;
+        let purpose = asserted.challenge.purpose.clone();
+        let status = match purpose.kind {
+            PurposeKind::Login => "authenticated".to_owned(),
+            PurposeKind::Enrollment => {
+                self.complete_enrollment(&asserted).await?;
+                EnrollmentStatus::Completed.as_str().to_owned()
+            }
+            _ => {
+                let data = auth_data(&asserted.challenge, Some(&asserted.device.id), None);
+                let success = |audience: &Audience| {
+                    self.event(Some(audience), EventType::AuthSuccess, data.clone())
+                };
+                let status = self
+                    .ports
+                    .targets
+                    .decide(&purpose, approve, &success)
+                    .await?;
+                if let Some(nudge) = &self.ports.outbox_written {
+                    nudge.nudge();
+                }
+                status
+            }
+        };
+        Ok(Completed { purpose, status })
+    }
+
+    /// `POST /v1/enrollments/:id/verify`: an assertion with purpose `enrollment` for this one.
+    pub async fn verify_enrollment(
+        &self,
+        enrollment_id: &str,
+        challenge_id: &str,
+        credential: &Value,
+    ) -> Result<Enrollment, EndUserError> {
+        let expected = Purpose {
+            kind: PurposeKind::Enrollment,
+            id: Some(enrollment_id.to_owned()),
+        };
+        let asserted = self
+            .assert(challenge_id, credential, Some(&expected))
+            .await?;
+        self.complete_enrollment(&asserted).await?;
+        self.enrollment(enrollment_id).await
+    }
+
+    /// `POST /v6/auth/login`: an assertion with purpose `login` buys a token pair bound to
+    /// `installation`.
+    pub async fn login(
+        &self,
+        challenge_id: &str,
+        credential: &Value,
+        installation: &str,
+    ) -> Result<TokenPair, EndUserError> {
+        let installation = check_installation(installation)?;
+        let login = Purpose {
+            kind: PurposeKind::Login,
+            id: None,
+        };
+        let asserted = self.assert(challenge_id, credential, Some(&login)).await?;
+        let now = self.now();
+        let refresh_token = self.new_refresh_token();
+        let record = RefreshToken {
+            hash: self.refresh_hash(&refresh_token),
+            family: self.ports.ids.next(),
+            user_id: asserted.user.id.clone(),
+            device_id: asserted.device.id.clone(),
+            installation: installation.to_owned(),
+            expires_at: now.plus(self.settings.refresh_ttl),
+            used_at: None,
+            revoked_at: None,
+            created_at: now,
+        };
+        self.ports.refresh_tokens.insert(&record).await?;
+        self.token_pair(&record, refresh_token, now)
+    }
+
+    /// `POST /v6/auth/refresh`: rotates the refresh token; a reused one revokes its family.
+    pub async fn refresh(
+        &self,
+        refresh_token: &str,
+        installation: &str,
+    ) -> Result<TokenPair, EndUserError> {
+        let installation = check_installation(installation)?;
+        let now = self.now();
+        let next_token = self.new_refresh_token();
+        let next = NextToken {
+            hash: self.refresh_hash(&next_token),
+            installation: installation.to_owned(),
+            expires_at: now.plus(self.settings.refresh_ttl),
+        };
+        let presented = self.refresh_hash(refresh_token.trim());
+        match self
+            .ports
+            .refresh_tokens
+            .rotate(&presented, &next, now)
+            .await?
+        {
+            Rotation::Rotated(stored) => self.token_pair(&stored, next_token, now),
+            Rotation::Reused(_) => Err(EndUserError::Unauthorized(
+                "Refresh token was already used; every session of this sign-in is revoked",
+            )),
+            Rotation::Invalid => Err(EndUserError::Unauthorized("Invalid refresh token")),
+        }
+    }
+
+    /// Checks an app access token: signature, expiry, the `X-Device-ID` it was issued for and
+    /// that its device is still active.
+    pub async fn authorize(
+        &self,
+        access_token: &str,
+        installation: &str,
+    ) -> Result<AccessClaims, EndUserError> {
+        let claims = self
+            .ports
+            .access_tokens
+            .verify(access_token, self.now())
+            .map_err(|_| INVALID_TOKEN)?;
+        if claims.installation != installation {
+            return Err(INVALID_TOKEN);
+        }
+        let device = self.ports.devices.find(&claims.device).await?;
+        if !device.is_some_and(|d| d.status == DeviceStatus::Active && d.user_id == claims.user) {
+            return Err(INVALID_TOKEN);
+        }
+        Ok(claims)
+    }
+
+    /// Deletes challenges expired for more than a day (kept that long for support questions).
+    pub async fn forget_expired_challenges(&self) -> Result<usize, EndUserError> {
+        let before = self.now().minus(Duration::from_secs(24 * 3600));
+        Ok(self.ports.challenges.forget_expired(before).await?)
+    }
+
+    /// The phone number behind an access token's user.
+    pub async fn user(&self, id: &EndUserId) -> Result<EndUser, EndUserError> {
+        self.ports
+            .enrollments
+            .user(id)
+            .await?
+            .ok_or(EndUserError::Unauthorized("Invalid or expired token"))
+    }
+
+    pub async fn devices(&self, user: &EndUserId) -> Result<Vec<Device>, EndUserError> {
+        Ok(self.ports.devices.of_user(user).await?)
+    }
+
+    /// One of the user's devices; anyone else's is "not found".
+    pub async fn device(&self, user: &EndUserId, id: &str) -> Result<Device, EndUserError> {
+        let id = DeviceId::parse(id).map_err(|_| DEVICE_NOT_FOUND)?;
+        self.ports
+            .devices
+            .find(&id)
+            .await?
+            .filter(|device| &device.user_id == user)
+            .ok_or(DEVICE_NOT_FOUND)
+    }
+
+    /// Blocks a device: it can no longer authenticate and its tokens stop working.
+    pub async fn block_device(&self, user: &EndUserId, id: &str) -> Result<Device, EndUserError> {
+        self.change_device(user, id, &[DeviceStatus::Active], DeviceStatus::Blocked)
+            .await
+    }
+
+    /// Deregisters a device (event `device.deregistered`).
+    pub async fn deregister_device(
+        &self,
+        user: &EndUserId,
+        id: &str,
+    ) -> Result<Device, EndUserError> {
+        self.change_device(
+            user,
+            id,
+            &[DeviceStatus::Active, DeviceStatus::Blocked],
+            DeviceStatus::Deregistered,
+        )
+        .await
+    }
+
+    async fn change_device(
+        &self,
+        user: &EndUserId,
+        id: &str,
+        from: &[DeviceStatus],
+        to: DeviceStatus,
+    ) -> Result<Device, EndUserError> {
+        let device = self.device(user, id).await?;
+        let now = self.now();
+        let outbox = if to == DeviceStatus::Deregistered {
+            self.event(
+                device.audience.as_ref(),
+                EventType::DeviceDeregistered,
+                json!({"deviceId": device.id, "name": device.name, "platform": device.platform}),
+            )
+        } else {
+            Vec::new()
+        };
+        if !self
+            .ports
+            .devices
+            .set_status(&device.id, from, to, now, &outbox)
+            .await?
+        {
+            return Err(EndUserError::Conflict(format!(
+                "The device is {}",
+                device.status.as_str()
+            )));
+        }
+        self.nudge(&outbox);
+        Ok(Device {
+            status: to,
+            ..device
+        })
+    }
+
+    /// Verifies an assertion against its challenge and spends the challenge. Every refusal
+    /// after the challenge is known is reported as `auth.failed` to the purpose's audience.
+    async fn assert(
+        &self,
+        challenge_id: &str,
+        credential: &Value,
+        expected: Option<&Purpose>,
+    ) -> Result<Asserted, EndUserError> {
+        let challenge = self
+            .find_challenge(challenge_id)
+            .await?
+            .filter(|challenge| challenge.purpose.kind != PurposeKind::Registration)
+            .ok_or(INVALID_CHALLENGE)?;
+        match self.verify(&challenge, credential, expected).await {
+            Ok(asserted) => Ok(asserted),
+            Err(Refusal { error, device }) => {
+                if matches!(
+                    error,
+                    EndUserError::Unauthorized(_) | EndUserError::BadRequest(_)
+                ) {
+                    self.report_failure(&challenge, device.as_ref(), &error)
+                        .await;
+                }
+                Err(error)
+            }
+        }
+    }
+
+    async fn verify(
+        &self,
+        challenge: &Challenge,
+        credential: &Value,
+        expected: Option<&Purpose>,
+    ) -> Result<Asserted, Refusal> {
+        let credential_id = self.ports.passkeys.asserted_credential_id(credential)?;
+        let device = self
+            .ports
+            .devices
+            .by_credential(&credential_id)
+            .await?
+            .ok_or(Refusal::from(UNKNOWN_PASSKEY))?;
+        let with_device = |error: EndUserError| Refusal {
+            error,
+            device: Some(device.id.clone()),
+        };
+        // The assertion is checked first: a bad signature is reported as such even on a
+        // reused challenge.
+        let verified = self
+            .ports
+            .passkeys
+            .finish_authentication(&challenge.state, credential)
+            .map_err(|error| with_device(error.into()))?;
+        let now = self.now();
+        if challenge.used_at.is_some() || now >= challenge.expires_at {
+            return Err(with_device(INVALID_CHALLENGE));
+        }
+        if expected.is_some_and(|purpose| purpose != &challenge.purpose) {
+            return Err(with_device(EndUserError::Unauthorized(
+                "The challenge was issued for another purpose",
+            )));
+        }
+        if device.status != DeviceStatus::Active {
+            return Err(with_device(EndUserError::Unauthorized(
+                "This device is blocked or deregistered",
+            )));
+        }
+        let user = self
+            .ports
+            .enrollments
+            .user(&device.user_id)
+            .await
+            .map_err(|error| with_device(error.into()))?
+            .filter(|user| user.phone == challenge.phone)
+            .ok_or_else(|| with_device(UNKNOWN_PASSKEY))?;
+        if !self
+            .ports
+            .challenges
+            .consume(&challenge.id, now)
+            .await
+            .map_err(|error| with_device(error.into()))?
+        {
+            return Err(with_device(INVALID_CHALLENGE));
+        }
+        if !self
+            .ports
+            .devices
+            .record_use(&device.id, verified.updated_passkey.as_deref(), now)
+            .await
+            .map_err(|error| with_device(error.into()))?
+        {
+            return Err(with_device(EndUserError::Unauthorized(
+                "This device is blocked or deregistered",
+            )));
+        }
+        Ok(Asserted {
+            challenge: challenge.clone(),
+            device,
+            user,
+        })
+    }
+
+    async fn complete_enrollment(&self, asserted: &Asserted) -> Result<(), EndUserError> {
+        let enrollment = self
+            .enrollment(asserted.challenge.purpose.id.as_deref().unwrap_or_default())
+            .await?;
+        let now = self.now();
+        let mut outbox = self.event(
+            enrollment.audience.as_ref(),
+            EventType::EnrollmentCompleted,
+            json!({
+                "enrollmentId": enrollment.id,
+                "phone": enrollment.phone.as_str(),
+                "deviceId": asserted.device.id,
+                "status": EnrollmentStatus::Completed.as_str(),
+            }),
+        );
+        outbox.extend(self.event(
+            enrollment.audience.as_ref(),
+            EventType::AuthSuccess,
+            auth_data(&asserted.challenge, Some(&asserted.device.id), None),
+        ));
+        if !self
+            .ports
+            .enrollments
+            .complete(&enrollment.id, &asserted.user.id, now, &outbox)
+            .await?
+        {
+            return Err(EndUserError::Conflict(format!(
+                "The enrollment is {}",
+                enrollment.status.as_str()
+            )));
+        }
+        self.nudge(&outbox);
+        Ok(())
+    }
+
+    /// Best effort: a failure to record `auth.failed` must not hide the refusal itself.
+    async fn report_failure(
+        &self,
+        challenge: &Challenge,
+        device: Option<&DeviceId>,
+        error: &EndUserError,
+    ) {
+        let audience = self.audience_of(&challenge.purpose).await;
+        let outbox = self.event(
+            audience.as_ref(),
+            EventType::AuthFailed,
+            auth_data(challenge, device, Some(&error.to_string())),
+        );
+        if outbox.is_empty() {
+            return;
+        }
+        if self.ports.events.enqueue(&outbox).await.is_ok() {
+            self.nudge(&outbox);
+        }
+    }
+
+    /// Who hears about assertions for a purpose: the object's application, if any.
+    async fn audience_of(&self, purpose: &Purpose) -> Option<Audience> {
+        match purpose.kind {
+            PurposeKind::Registration | PurposeKind::Login => None,
+            PurposeKind::Enrollment => {
+                let id = EnrollmentId::parse(purpose.id.as_deref()?).ok()?;
+                self.ports.enrollments.find(&id).await.ok()??.audience
+            }
+            _ => self.ports.targets.describe(purpose).await.ok()?.audience,
+        }
+    }
+
+    fn event(
+        &self,
+        audience: Option<&Audience>,
+        event_type: EventType,
+        data: Value,
+    ) -> Vec<Outbox> {
+        let Some(audience) = audience else {
+            return Vec::new();
+        };
+        vec![Outbox::new(
+            self.ports.ids.as_ref(),
+            event_type,
+            audience.application_id.clone(),
+            audience.environment,
+            self.now(),
+            data,
+            &[&audience.callback_url],
+        )]
+    }
+
+    fn nudge(&self, outbox: &[Outbox]) {
+        if let (false, Some(nudge)) = (outbox.is_empty(), &self.ports.outbox_written) {
+            nudge.nudge();
+        }
+    }
+
+    async fn find_challenge(&self, id: &str) -> Result<Option<Challenge>, EndUserError> {
+        let Ok(id) = ChallengeId::parse(id) else {
+            return Ok(None);
+        };
+        Ok(self.ports.challenges.find(&id).await?)
+    }
+
+    fn token_pair(
+        &self,
+        record: &RefreshToken,
+        refresh_token: String,
+        now: Timestamp,
+    ) -> Result<TokenPair, EndUserError> {
+        let access_token = self
+            .ports
+            .access_tokens
+            .issue(&AccessClaims {
+                user: record.user_id.clone(),
+                device: record.device_id.clone(),
+                installation: record.installation.clone(),
+                issued_at: now,
+                expires_at: now.plus(self.settings.access_ttl),
+            })
+            .map_err(|error| EndUserError::Unavailable(Box::new(error)))?;
+        Ok(TokenPair {
+            access_token,
+            refresh_token,
+            expires_in: self.settings.access_ttl.as_secs(),
+        })
+    }
+
+    fn new_refresh_token(&self) -> String {
+        format!("rt_{}", self.ports.random.hex(32))
+    }
+
+    fn refresh_hash(&self, token: &str) -> String {
+        self.ports.hasher.hex(REFRESH_PURPOSE, token.as_bytes())
+    }
+
+    fn otp_hash(&self, enrollment: &EnrollmentId, code: &str) -> String {
+        self.ports
+            .hasher
+            .hex(OTP_PURPOSE, format!("{enrollment}:{code}").as_bytes())
+    }
+}
+
+/// A refusal and the device it concerns, for the `auth.failed` event.
+#[derive(Debug)]
+struct Refusal {
+    error: EndUserError,
+    device: Option<DeviceId>,
+}
+
+impl<E: Into<EndUserError>> From<E> for Refusal {
+    fn from(error: E) -> Self {
+        Refusal {
+            error: error.into(),
+            device: None,
+        }
+    }
+}
+
+fn auth_data(challenge: &Challenge, device: Option<&DeviceId>, reason: Option<&str>) -> Value {
+    let mut data = json!({
+        "challengeId": challenge.id,
+        "purpose": challenge.purpose.to_json(),
+        "phone": challenge.phone.as_str(),
+        "deviceId": device,
+    });
+    if let (Some(reason), Value::Object(fields)) = (reason, &mut data) {
+        fields.insert("reason".into(), reason.into());
+    }
+    data
+}
+
+fn optional_text(
+    errors: &mut ValidationErrors,
+    field: &str,
+    value: Option<String>,
+    max: usize,
+) -> Option<String> {
+    let value = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
+    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
+        errors.push(field, format!("must be at most {max} characters"));
+    }
+    value
+}
+
+fn check_installation(installation: &str) -> Result<&str, EndUserError> {
+    let installation = installation.trim();
+    if installation.is_empty() || installation.len() > 200 {
+        return Err(EndUserError::BadRequest("Missing X-Device-ID header"));
+    }
+    Ok(installation)
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+const INVALID_CODE: EndUserError = EndUserError::BadRequest("Invalid or expired code");
+const INVALID_CHALLENGE: EndUserError =
+    EndUserError::Unauthorized("Invalid, expired or already used challenge");
+const UNKNOWN_PASSKEY: EndUserError = EndUserError::Unauthorized("Unknown passkey");
+const INVALID_TOKEN: EndUserError = EndUserError::Unauthorized("Invalid or expired token");
+const NOT_ENROLLED: EndUserError = EndUserError::NotFound("No enrolled user with this phone");
+const ENROLLMENT_NOT_FOUND: EndUserError = EndUserError::NotFound("Enrollment not found");
+const DEVICE_NOT_FOUND: EndUserError = EndUserError::NotFound("Device not found");
+const TARGET_NOT_FOUND: EndUserError =
+    EndUserError::NotFound("Nothing to approve with this purpose");

@@ -1,0 +1,262 @@
+//! The [`OAuthRepository`] contract. Adapters run it through `oauth_repository_contract!(make)`,
+//! `make` being an `async fn() -> Option<(Arc<dyn OAuthRepository>, G)>`.
+
+// Test support: a failed expectation is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
+use idconsent_kernel::{
+    Environment, IdGenerator, OsRandom, RandomSource, Sealed, SystemClock, Timestamp, UlidGenerator,
+};
+use serde_json::json;
+
+use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken};
+use crate::pkce::ChallengeMethod;
+use crate::ports::{Exchange, OAuthRepository, StoreError};
+
+#[macro_export]
+macro_rules! oauth_repository_contract {
+    ($make:path) => {
+        $crate::oauth_repository_contract!(@cases $make;
+            a_request_is_stored_once_per_session,
+            a_grant_is_found_by_session_and_by_code,
+            of_concurrent_exchanges_exactly_one_consumes,
+            a_reused_code_revokes_its_token,
+            a_failed_attempt_consumes_the_code,
+            only_the_owner_revokes_a_token,
+        );
+    };
+    (@cases $make:path; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let Some((store, _guard)) = $make().await else { return };
+                $crate::contract::$case(store).await;
+            }
+        )*
+    };
+}
+
+fn ids() -> Arc<dyn IdGenerator> {
+    Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ))
+}
+
+fn random() -> Arc<dyn RandomSource> {
+    Arc::new(OsRandom)
+}
+
+const T0: i64 = 1_763_719_200_000;
+
+fn at(offset_ms: i64) -> Timestamp {
+    Timestamp::from_millis(T0 + offset_ms)
+}
+
+fn request() -> AccessRequest {
+    AccessRequest {
+        session_id: ids().next(),
+        application_id: ids().next(),
+        client_id: ids().next::<ClientId>(),
+        environment: Environment::Sandbox,
+        redirect_uri: "https://shop.example/cb".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+        code_challenge_method: ChallengeMethod::S256,
+        claims: vec![ClaimKey::PhoneNumber, ClaimKey::Name],
+        scopes: vec!["openid".into(), "profile".into()],
+        state: Some("xyz".into()),
+        description: Some("Sign up".into()),
+        created_at: at(0),
+    }
+}
+
+fn grant(session: &SessionId, application: &ApplicationId) -> Grant {
+    Grant {
+        code_hash: random().hex(32),
+        sealed_code: Sealed::from_stored("sealed".into()),
+        session_id: session.clone(),
+        application_id: application.clone(),
+        redirect_uri: "https://shop.example/cb".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+        code_challenge_method: ChallengeMethod::S256,
+        subject: "+15551234567".into(),
+        scopes: vec!["openid".into()],
+        claims: json!({"phone_number": {"value": "+15551234567", "verified": true}}),
+        state: Some("xyz".into()),
+        approved_at: at(10),
+        expires_at: at(600_010),
+        consumed_at: None,
+        token_id: None,
+    }
+}
+
+fn token(application: &ApplicationId) -> IssuedToken {
+    IssuedToken {
+        token_id: format!("at_{}", random().hex(16)),
+        application_id: application.clone(),
+        client_id: ids().next(),
+        environment: Environment::Sandbox,
+        subject: "+15551234567".into(),
+        scopes: vec!["openid".into()],
+        claims: json!({}),
+        issued_at: at(20),
+        expires_at: at(3_600_020),
+        revoked_at: None,
+    }
+}
+
+pub async fn a_request_is_stored_once_per_session(store: Arc<dyn OAuthRepository>) {
+    let request = request();
+    store.insert_request(&request).await.unwrap();
+    assert_eq!(
+        store.find_request(&request.session_id).await.unwrap(),
+        Some(request.clone())
+    );
+    assert!(matches!(
+        store.insert_request(&request).await,
+        Err(StoreError::Duplicate)
+    ));
+    assert_eq!(store.find_request(&ids().next()).await.unwrap(), None);
+}
+
+pub async fn a_grant_is_found_by_session_and_by_code(store: Arc<dyn OAuthRepository>) {
+    let grant = grant(&ids().next(), &ids().next());
+    store.insert_grant(&grant).await.unwrap();
+    assert_eq!(
+        store.grant_of_session(&grant.session_id).await.unwrap(),
+        Some(grant.clone())
+    );
+    assert_eq!(
+        store.grant_by_code(&grant.code_hash).await.unwrap(),
+        Some(grant.clone())
+    );
+    let second = Grant {
+        code_hash: random().hex(32),
+        ..grant.clone()
+    };
+    assert!(matches!(
+        store.insert_grant(&second).await,
+        Err(StoreError::Duplicate)
+    ));
+}
+
+pub async fn of_concurrent_exchanges_exactly_one_consumes(store: Arc<dyn OAuthRepository>) {
+    let application: ApplicationId = ids().next();
+    let grant = grant(&ids().next(), &application);
+    store.insert_grant(&grant).await.unwrap();
+    let racers = (0..20).map(|_| {
+        let store = store.clone();
+        let hash = grant.code_hash.clone();
+        let token = token(&application);
+        async move {
+            let outcome = store.exchange(&hash, Some(&token), at(100)).await.unwrap();
+            (outcome, token.token_id)
+        }
+    });
+    let outcomes = join_all(racers).await;
+    let winners: Vec<&String> = outcomes
+        .iter()
+        .filter(|(o, _)| *o == Exchange::Consumed)
+        .map(|(_, id)| id)
+        .collect();
+    assert_eq!(winners.len(), 1, "{outcomes:?}");
+    let stored = store
+        .grant_by_code(&grant.code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.consumed_at, Some(at(100)));
+    assert_eq!(stored.token_id.as_ref(), Some(winners[0]));
+    // The losers' attempts were reuse: the winner's token is revoked.
+    let issued = store.find_token(winners[0]).await.unwrap().unwrap();
+    assert_eq!(issued.revoked_at, Some(at(100)));
+}
+
+pub async fn a_reused_code_revokes_its_token(store: Arc<dyn OAuthRepository>) {
+    let application: ApplicationId = ids().next();
+    let grant = grant(&ids().next(), &application);
+    store.insert_grant(&grant).await.unwrap();
+    let first = token(&application);
+    assert_eq!(
+        store
+            .exchange(&grant.code_hash, Some(&first), at(100))
+            .await
+            .unwrap(),
+        Exchange::Consumed
+    );
+    let issued = store.find_token(&first.token_id).await.unwrap().unwrap();
+    assert_eq!(issued, first);
+    assert_eq!(
+        store
+            .exchange(&grant.code_hash, None, at(200))
+            .await
+            .unwrap(),
+        Exchange::Reused
+    );
+    let revoked = store.find_token(&first.token_id).await.unwrap().unwrap();
+    assert_eq!(revoked.revoked_at, Some(at(200)));
+}
+
+pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>) {
+    let application: ApplicationId = ids().next();
+    let grant = grant(&ids().next(), &application);
+    store.insert_grant(&grant).await.unwrap();
+    assert_eq!(
+        store
+            .exchange(&grant.code_hash, None, at(50))
+            .await
+            .unwrap(),
+        Exchange::Consumed
+    );
+    let stored = store
+        .grant_by_code(&grant.code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.consumed_at, Some(at(50)));
+    assert_eq!(stored.token_id, None);
+    let late = token(&application);
+    assert_eq!(
+        store
+            .exchange(&grant.code_hash, Some(&late), at(60))
+            .await
+            .unwrap(),
+        Exchange::Reused
+    );
+    assert_eq!(store.find_token(&late.token_id).await.unwrap(), None);
+}
+
+pub async fn only_the_owner_revokes_a_token(store: Arc<dyn OAuthRepository>) {
+    let application: ApplicationId = ids().next();
+    let grant = grant(&ids().next(), &application);
+    store.insert_grant(&grant).await.unwrap();
+    let issued = token(&application);
+    store
+        .exchange(&grant.code_hash, Some(&issued), at(100))
+        .await
+        .unwrap();
+    assert!(
+        !store
+            .revoke_token(&issued.token_id, &ids().next(), at(110))
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .revoke_token(&issued.token_id, &application, at(120))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .revoke_token(&issued.token_id, &application, at(130))
+            .await
+            .unwrap()
+    );
+    let stored = store.find_token(&issued.token_id).await.unwrap().unwrap();
+    assert_eq!(stored.revoked_at, Some(at(120)));
+}

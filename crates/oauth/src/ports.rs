@@ -1,0 +1,108 @@
+//! The OAuth ports.
+
+use std::fmt;
+
+use idconsent_kernel::Timestamp;
+use serde_json::Value;
+
+/// What an access token says (CONTRACT §5): issuer, audience (the client ID), subject (the
+/// user's phone), scope, a unique id for revocation, and its lifetime.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessTokenClaims {
+    pub issuer: String,
+    /// The application's client ID.
+    pub audience: String,
+    /// The user's phone number (E.164).
+    pub subject: String,
+    pub scopes: Vec<String>,
+    /// Unique token id (`jti`), the handle for introspection and revocation.
+    pub token_id: String,
+    pub issued_at: Timestamp,
+    pub expires_at: Timestamp,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum TokenError {
+    /// Bad signature, unknown key, wrong algorithm or type, malformed, or expired.
+    #[error("invalid or expired token")]
+    Invalid,
+    #[error("token could not be signed: {0}")]
+    Sign(String),
+}
+
+/// Signs and verifies access tokens and publishes the verification keys.
+///
+/// Contract: `verify(sign(c), now) == c` while `now < c.expires_at`; a token signed by a key no
+/// longer in the key set, altered, unsigned (`alg: none`), of another type, or expired is
+/// `Invalid`. `jwks()` is an RFC 7517 key set containing the current signing key and every
+/// retired key whose tokens may still be unexpired; every token's header `kid` names one of them.
+pub trait TokenSigner: Send + Sync + fmt::Debug {
+    fn sign(&self, claims: &AccessTokenClaims) -> Result<String, TokenError>;
+    fn verify(&self, token: &str, now: Timestamp) -> Result<AccessTokenClaims, TokenError>;
+    fn jwks(&self) -> Value;
+}
+
+use async_trait::async_trait;
+use idconsent_kernel::PhoneNumber;
+use idconsent_kernel::id::{ApplicationId, SessionId};
+
+use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken, VerifiedValue};
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The session already has an access request or a grant.
+    #[error("already exists")]
+    Duplicate,
+    #[error("oauth storage failed")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// What an exchange attempt did to a grant.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Exchange {
+    /// The grant was unconsumed: it is now consumed and the token (if any) recorded.
+    Consumed,
+    /// The grant had been consumed before: the token issued from it is now revoked and nothing
+    /// else was stored.
+    Reused,
+}
+
+/// Access requests, grants and issued tokens.
+///
+/// Contract:
+/// - `insert_request` / `insert_grant` are one per session (`Duplicate` otherwise).
+/// - `exchange` is atomic: an unconsumed grant is marked consumed at `at` and `token`, when
+///   given, stored and linked to it (`Consumed`); a consumed one has the token it produced
+///   revoked at `at` (`Reused`). Of concurrent exchanges of one code exactly one is `Consumed`.
+/// - `revoke_token` revokes an unrevoked token of `application`; `false` otherwise.
+#[async_trait]
+pub trait OAuthRepository: Send + Sync + fmt::Debug {
+    async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError>;
+    async fn find_request(&self, session: &SessionId) -> Result<Option<AccessRequest>, StoreError>;
+    async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
+    async fn grant_of_session(&self, session: &SessionId) -> Result<Option<Grant>, StoreError>;
+    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<Grant>, StoreError>;
+    async fn exchange(
+        &self,
+        code_hash: &str,
+        token: Option<&IssuedToken>,
+        at: Timestamp,
+    ) -> Result<Exchange, StoreError>;
+    async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError>;
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        application: &ApplicationId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError>;
+}
+
+/// The user's verified data (phone by SMS code now; document data once identity verification
+/// exists).
+#[async_trait]
+pub trait ClaimSource: Send + Sync + fmt::Debug {
+    async fn verified(
+        &self,
+        phone: &PhoneNumber,
+    ) -> Result<Vec<(ClaimKey, VerifiedValue)>, StoreError>;
+}

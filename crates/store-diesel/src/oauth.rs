@@ -1,0 +1,388 @@
+//! OAuth access requests, grants and issued tokens on diesel. Single use of a code is enforced
+//! by a compare-and-set in the database, never in memory.
+
+use async_trait::async_trait;
+use diesel::prelude::*;
+use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
+use idconsent_kernel::{Environment, Sealed, Timestamp};
+use idconsent_oauth::ports::{Exchange, OAuthRepository, StoreError};
+use idconsent_oauth::{AccessRequest, ChallengeMethod, ClaimKey, Grant, IssuedToken};
+use serde_json::Value;
+
+use crate::db::Db;
+use crate::error::DbError;
+use crate::schema::{oauth_grants, oauth_requests, oauth_tokens};
+
+#[derive(Debug, Clone)]
+pub struct DieselOAuthStore {
+    db: Db,
+}
+
+impl DieselOAuthStore {
+    pub fn new(db: Db) -> Self {
+        Self { db }
+    }
+}
+
+fn unavailable(error: DbError) -> StoreError {
+    StoreError::Unavailable(Box::new(error))
+}
+
+fn corrupt(table: &str, column: &str, id: &str) -> StoreError {
+    StoreError::Unavailable(format!("unreadable stored value: {table}.{column} of {id}").into())
+}
+
+fn to_json(values: &[impl AsRef<str>]) -> String {
+    Value::Array(values.iter().map(|v| Value::from(v.as_ref())).collect()).to_string()
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = oauth_requests)]
+struct RequestRow {
+    session_id: String,
+    application_id: String,
+    client_id: String,
+    environment: String,
+    redirect_uri: String,
+    code_challenge: String,
+    code_challenge_method: String,
+    claims: String,
+    scopes: String,
+    state: Option<String>,
+    description: Option<String>,
+    created_at: i64,
+}
+
+impl RequestRow {
+    fn from_request(r: &AccessRequest) -> Self {
+        let claims: Vec<&str> = r.claims.iter().map(|c| c.as_str()).collect();
+        Self {
+            session_id: r.session_id.as_str().to_owned(),
+            application_id: r.application_id.as_str().to_owned(),
+            client_id: r.client_id.as_str().to_owned(),
+            environment: r.environment.as_str().to_owned(),
+            redirect_uri: r.redirect_uri.clone(),
+            code_challenge: r.code_challenge.clone(),
+            code_challenge_method: r.code_challenge_method.as_str().to_owned(),
+            claims: to_json(&claims),
+            scopes: to_json(&r.scopes),
+            state: r.state.clone(),
+            description: r.description.clone(),
+            created_at: r.created_at.as_millis(),
+        }
+    }
+
+    fn into_request(self) -> Result<AccessRequest, StoreError> {
+        let bad = |column: &str| corrupt("oauth_requests", column, &self.session_id);
+        let claims: Vec<String> = serde_json::from_str(&self.claims).map_err(|_| bad("claims"))?;
+        Ok(AccessRequest {
+            claims: claims
+                .iter()
+                .map(|c| ClaimKey::parse(c).ok_or_else(|| bad("claims")))
+                .collect::<Result<_, _>>()?,
+            scopes: serde_json::from_str(&self.scopes).map_err(|_| bad("scopes"))?,
+            environment: Environment::parse(&self.environment).ok_or_else(|| bad("environment"))?,
+            code_challenge_method: ChallengeMethod::parse(&self.code_challenge_method)
+                .ok_or_else(|| bad("code_challenge_method"))?,
+            session_id: SessionId::from_trusted(self.session_id),
+            application_id: ApplicationId::from_trusted(self.application_id),
+            client_id: ClientId::from_trusted(self.client_id),
+            redirect_uri: self.redirect_uri,
+            code_challenge: self.code_challenge,
+            state: self.state,
+            description: self.description,
+            created_at: Timestamp::from_millis(self.created_at),
+        })
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = oauth_grants)]
+struct GrantRow {
+    code_hash: String,
+    sealed_code: String,
+    session_id: String,
+    application_id: String,
+    redirect_uri: String,
+    code_challenge: String,
+    code_challenge_method: String,
+    subject: String,
+    scopes: String,
+    claims: String,
+    state: Option<String>,
+    approved_at: i64,
+    expires_at: i64,
+    consumed_at: Option<i64>,
+    token_id: Option<String>,
+}
+
+impl GrantRow {
+    fn from_grant(g: &Grant) -> Self {
+        Self {
+            code_hash: g.code_hash.clone(),
+            sealed_code: g.sealed_code.as_str().to_owned(),
+            session_id: g.session_id.as_str().to_owned(),
+            application_id: g.application_id.as_str().to_owned(),
+            redirect_uri: g.redirect_uri.clone(),
+            code_challenge: g.code_challenge.clone(),
+            code_challenge_method: g.code_challenge_method.as_str().to_owned(),
+            subject: g.subject.clone(),
+            scopes: to_json(&g.scopes),
+            claims: g.claims.to_string(),
+            state: g.state.clone(),
+            approved_at: g.approved_at.as_millis(),
+            expires_at: g.expires_at.as_millis(),
+            consumed_at: g.consumed_at.map(Timestamp::as_millis),
+            token_id: g.token_id.clone(),
+        }
+    }
+
+    fn into_grant(self) -> Result<Grant, StoreError> {
+        let bad = |column: &str| corrupt("oauth_grants", column, &self.session_id);
+        Ok(Grant {
+            scopes: serde_json::from_str(&self.scopes).map_err(|_| bad("scopes"))?,
+            claims: serde_json::from_str::<Value>(&self.claims).map_err(|_| bad("claims"))?,
+            code_challenge_method: ChallengeMethod::parse(&self.code_challenge_method)
+                .ok_or_else(|| bad("code_challenge_method"))?,
+            code_hash: self.code_hash,
+            sealed_code: Sealed::from_stored(self.sealed_code),
+            session_id: SessionId::from_trusted(self.session_id),
+            application_id: ApplicationId::from_trusted(self.application_id),
+            redirect_uri: self.redirect_uri,
+            code_challenge: self.code_challenge,
+            subject: self.subject,
+            state: self.state,
+            approved_at: Timestamp::from_millis(self.approved_at),
+            expires_at: Timestamp::from_millis(self.expires_at),
+            consumed_at: self.consumed_at.map(Timestamp::from_millis),
+            token_id: self.token_id,
+        })
+    }
+}
+
+#[derive(Debug, Queryable, Selectable, Insertable)]
+#[diesel(table_name = oauth_tokens)]
+struct TokenRow {
+    token_id: String,
+    application_id: String,
+    client_id: String,
+    environment: String,
+    subject: String,
+    scopes: String,
+    claims: String,
+    issued_at: i64,
+    expires_at: i64,
+    revoked_at: Option<i64>,
+}
+
+impl TokenRow {
+    fn from_token(t: &IssuedToken) -> Self {
+        Self {
+            token_id: t.token_id.clone(),
+            application_id: t.application_id.as_str().to_owned(),
+            client_id: t.client_id.as_str().to_owned(),
+            environment: t.environment.as_str().to_owned(),
+            subject: t.subject.clone(),
+            scopes: to_json(&t.scopes),
+            claims: t.claims.to_string(),
+            issued_at: t.issued_at.as_millis(),
+            expires_at: t.expires_at.as_millis(),
+            revoked_at: t.revoked_at.map(Timestamp::as_millis),
+        }
+    }
+
+    fn into_token(self) -> Result<IssuedToken, StoreError> {
+        let bad = |column: &str| corrupt("oauth_tokens", column, &self.token_id);
+        Ok(IssuedToken {
+            scopes: serde_json::from_str(&self.scopes).map_err(|_| bad("scopes"))?,
+            claims: serde_json::from_str::<Value>(&self.claims).map_err(|_| bad("claims"))?,
+            environment: Environment::parse(&self.environment).ok_or_else(|| bad("environment"))?,
+            token_id: self.token_id,
+            application_id: ApplicationId::from_trusted(self.application_id),
+            client_id: ClientId::from_trusted(self.client_id),
+            subject: self.subject,
+            issued_at: Timestamp::from_millis(self.issued_at),
+            expires_at: Timestamp::from_millis(self.expires_at),
+            revoked_at: self.revoked_at.map(Timestamp::from_millis),
+        })
+    }
+}
+
+fn duplicate_or_unavailable(error: DbError) -> StoreError {
+    if error.is_unique_violation() {
+        StoreError::Duplicate
+    } else {
+        unavailable(error)
+    }
+}
+
+#[async_trait]
+impl OAuthRepository for DieselOAuthStore {
+    async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError> {
+        let row = RequestRow::from_request(request);
+        self.db
+            .write(move |conn| {
+                crate::with_conn!(conn, |c| diesel::insert_into(oauth_requests::table)
+                    .values(&row)
+                    .execute(c))?;
+                Ok(())
+            })
+            .await
+            .map_err(duplicate_or_unavailable)
+    }
+
+    async fn find_request(&self, session: &SessionId) -> Result<Option<AccessRequest>, StoreError> {
+        let id = session.as_str().to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| oauth_requests::table
+                    .find(id)
+                    .select(RequestRow::as_select())
+                    .get_result(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(unavailable)?;
+        row.map(RequestRow::into_request).transpose()
+    }
+
+    async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
+        let row = GrantRow::from_grant(grant);
+        self.db
+            .write(move |conn| {
+                crate::with_conn!(conn, |c| diesel::insert_into(oauth_grants::table)
+                    .values(&row)
+                    .execute(c))?;
+                Ok(())
+            })
+            .await
+            .map_err(duplicate_or_unavailable)
+    }
+
+    async fn grant_of_session(&self, session: &SessionId) -> Result<Option<Grant>, StoreError> {
+        let id = session.as_str().to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| oauth_grants::table
+                    .filter(oauth_grants::session_id.eq(id))
+                    .select(GrantRow::as_select())
+                    .get_result(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(unavailable)?;
+        row.map(GrantRow::into_grant).transpose()
+    }
+
+    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<Grant>, StoreError> {
+        let hash = code_hash.to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| oauth_grants::table
+                    .find(hash)
+                    .select(GrantRow::as_select())
+                    .get_result(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(unavailable)?;
+        row.map(GrantRow::into_grant).transpose()
+    }
+
+    async fn exchange(
+        &self,
+        code_hash: &str,
+        token: Option<&IssuedToken>,
+        at: Timestamp,
+    ) -> Result<Exchange, StoreError> {
+        let hash = code_hash.to_owned();
+        let token = token.map(TokenRow::from_token);
+        self.db
+            .write(move |conn| {
+                Ok(crate::with_conn!(conn, |c| {
+                    let now = at.as_millis();
+                    // The compare-and-set: of concurrent exchanges exactly one consumes.
+                    let consumed = diesel::update(
+                        oauth_grants::table
+                            .find(&hash)
+                            .filter(oauth_grants::consumed_at.is_null()),
+                    )
+                    .set((
+                        oauth_grants::consumed_at.eq(Some(now)),
+                        oauth_grants::token_id.eq(token.as_ref().map(|t| t.token_id.clone())),
+                    ))
+                    .execute(c)?
+                        == 1;
+                    if consumed {
+                        if let Some(token) = &token {
+                            diesel::insert_into(oauth_tokens::table)
+                                .values(token)
+                                .execute(c)?;
+                        }
+                        return Ok(Exchange::Consumed);
+                    }
+                    // Reuse: the token the first exchange produced is revoked.
+                    let issued: Option<Option<String>> = oauth_grants::table
+                        .find(&hash)
+                        .select(oauth_grants::token_id)
+                        .get_result(c)
+                        .optional()?;
+                    if let Some(Some(token_id)) = issued {
+                        diesel::update(
+                            oauth_tokens::table
+                                .find(token_id)
+                                .filter(oauth_tokens::revoked_at.is_null()),
+                        )
+                        .set(oauth_tokens::revoked_at.eq(Some(now)))
+                        .execute(c)?;
+                    }
+                    Ok::<_, DbError>(Exchange::Reused)
+                })?)
+            })
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
+        let id = token_id.to_owned();
+        let row = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| oauth_tokens::table
+                    .find(id)
+                    .select(TokenRow::as_select())
+                    .get_result(c)
+                    .optional())?)
+            })
+            .await
+            .map_err(unavailable)?;
+        row.map(TokenRow::into_token).transpose()
+    }
+
+    async fn revoke_token(
+        &self,
+        token_id: &str,
+        application: &ApplicationId,
+        at: Timestamp,
+    ) -> Result<bool, StoreError> {
+        let id = token_id.to_owned();
+        let application = application.as_str().to_owned();
+        self.db
+            .write(move |conn| {
+                Ok(crate::with_conn!(conn, |c| diesel::update(
+                    oauth_tokens::table
+                        .find(id)
+                        .filter(oauth_tokens::application_id.eq(application))
+                        .filter(oauth_tokens::revoked_at.is_null())
+                )
+                .set(oauth_tokens::revoked_at.eq(Some(at.as_millis())))
+                .execute(c))?
+                    == 1)
+            })
+            .await
+            .map_err(unavailable)
+    }
+}

@@ -1,0 +1,34 @@
+use std::sync::Arc;
+
+use idconsent_oauth::ports::OAuthRepository;
+use idconsent_store_diesel::DieselOAuthStore;
+use idconsent_store_diesel::testing::TestDatabase;
+
+type Made = (Arc<dyn OAuthRepository>, TestDatabase);
+
+fn store_on(database: TestDatabase) -> Made {
+    (
+        Arc::new(DieselOAuthStore::new(database.db.clone())),
+        database,
+    )
+}
+
+mod sqlite {
+    use super::*;
+
+    async fn store() -> Option<Made> {
+        Some(store_on(TestDatabase::sqlite()))
+    }
+
+    idconsent_oauth::oauth_repository_contract!(store);
+}
+
+mod postgres {
+    use super::*;
+
+    async fn store() -> Option<Made> {
+        TestDatabase::postgres().map(store_on)
+    }
+
+    idconsent_oauth::oauth_repository_contract!(store);
+}

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Load test of signed POST /v1/consents/auth (issue 4) against the release binary on SQLite.
+#
+# The server runs pinned to core 0, the load generator (tests/src/bin/loadgen.rs) to core 1.
+# Each request is signed afresh (signatures are accepted once, so oha/wrk cannot be used) and
+# names a new recipient (flood limits are per recipient). The response carries the QR PNG.
+# The sessions' callbackUrl is the load generator's own webhook receiver (answers 204), so the
+# consent.created webhooks are really delivered during the run, by the same server core, as in
+# production.
+#
+# Usage: scripts/load-consents.sh            (20 s at 64 connections, then 20 s at 32)
+# Knobs: DURATION=20 CONNECTIONS="64 32" IDC_HTTP_WORKERS=1 SERVER_CPU=0 LOAD_CPU=1 PORT=18080
+#        RECEIVER_PORT=18090 CALLBACK_URL=… (e.g. http://127.0.0.1:9/hooks: nobody listens)
+#        MEASURE_FLAG=/tmp/idc-measuring (created while measuring; empty to skip)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-20}
+CONNECTIONS=${CONNECTIONS:-"64 32"}
+SERVER_CPU=${SERVER_CPU:-0}
+LOAD_CPU=${LOAD_CPU:-1}
+PORT=${PORT:-18080}
+RECEIVER_PORT=${RECEIVER_PORT:-18090}
+MEASURE_FLAG=${MEASURE_FLAG-/tmp/idc-measuring}
+export IDC_HTTP_WORKERS=${IDC_HTTP_WORKERS:-1}
+
+echo "==> building the release binary and the load generator"
+cargo build --release -q -p idconsent-server -p idconsent-e2e --bin idconsent --bin loadgen
+TARGET=${CARGO_TARGET_DIR:-target}
+
+DATA=$(mktemp -d /tmp/idc-load.XXXXXX)
+SERVER_PID=
+cleanup() {
+  if [ -n "$MEASURE_FLAG" ]; then rm -f "$MEASURE_FLAG"; fi
+  if [ -n "$SERVER_PID" ]; then
+    kill "$SERVER_PID" 2>/dev/null || true
+    wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  rm -rf "$DATA"
+}
+trap cleanup EXIT
+
+B=http://127.0.0.1:$PORT
+echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
+IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=sqlite://$DATA/idconsent.db IDC_BIND=127.0.0.1:$PORT \
+  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$TARGET/release/idconsent" serve 2>"$DATA/server.log" &
+SERVER_PID=$!
+for _ in $(seq 1 100); do
+  curl -sf "$B/readyz" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+echo "==> registering a merchant and creating an application (sandbox key)"
+TOKEN=$(curl -sf "$B/v1/merchants/register" -H 'Content-Type: application/json' -d '{
+  "businessName": "Load Shop", "contactName": "Ada", "email": "load@shop.example",
+  "password": "correct horse battery staple", "entityType": "llc", "registrationNumber": "HRB-42",
+  "dateRegistered": "2019-03-04", "industry": "retail", "phone": "+15550000001"}' | jq -r .data.token)
+APP=$(curl -sf "$B/v1/merchants/applications" -H "Authorization: Bearer $TOKEN" \
+  -H 'Content-Type: application/json' \
+  -d "{\"name\": \"Load\", \"callbackUrl\": \"http://127.0.0.1:$RECEIVER_PORT/hooks\"}")
+APPLICATION=$(jq -c '.data.application // .application' <<<"$APP")
+KEY=$(jq -r .credentials.sandbox.apiKey <<<"$APPLICATION")
+SECRET=$(jq -r .credentials.sandbox.secret <<<"$APPLICATION")
+CLIENT_ID=$(jq -r .clientId <<<"$APPLICATION")
+[ -n "$KEY" ] && [ "$KEY" != null ] || { echo "no API key in: $APP" >&2; exit 1; }
+
+CALLBACK_ARGS=(--receiver "127.0.0.1:$RECEIVER_PORT")
+[ -n "${CALLBACK_URL:-}" ] && CALLBACK_ARGS+=(--callback-url "$CALLBACK_URL")
+
+# The measuring window: other builds on this machine wait while the flag exists.
+if [ -n "$MEASURE_FLAG" ]; then touch "$MEASURE_FLAG"; fi
+run=100
+for connections in $CONNECTIONS; do
+  echo
+  echo "==> $connections connections, ${DURATION} s (server on core $SERVER_CPU, loadgen on core $LOAD_CPU)"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); rustc processes: $(pgrep -c rustc || true)"
+  taskset -c "$LOAD_CPU" "$TARGET/release/loadgen" --url "$B" --api-key "$KEY" --secret "$SECRET" \
+    --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
+    "${CALLBACK_ARGS[@]}"
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  run=$((run + 1))
+  # Let the webhook backlog of this run drain before the next one.
+  sleep "${SETTLE:-5}"
+done
+if [ -n "$MEASURE_FLAG" ]; then rm -f "$MEASURE_FLAG"; fi
