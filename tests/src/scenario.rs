@@ -55,7 +55,9 @@ pub fn unique_signing_millis() -> i64 {
     static LAST: AtomicI64 = AtomicI64::new(0);
     let now = now_millis();
     let previous = LAST
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| Some(now.max(last + 1)))
+        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+            Some(now.max(last + 1))
+        })
         .expect("the update closure always returns Some");
     now.max(previous + 1)
 }
