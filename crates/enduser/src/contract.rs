@@ -20,8 +20,8 @@ use crate::model::{
     PurposeKind, RefreshToken,
 };
 use crate::ports::{
-    ChallengeRepository, DeviceRepository, EnrollmentRepository, NextToken, RefreshTokenRepository,
-    Rotation, StoreError,
+    AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository, NextToken,
+    RefreshTokenRepository, Rotation, Spent, StoreError,
 };
 
 /// The ports an end-user store provides together.
@@ -48,7 +48,11 @@ macro_rules! enduser_store_contract {
             completing_marks_the_user_enrolled_with_its_events,
             blocking_a_device_revokes_its_refresh_tokens,
             record_use_updates_only_active_devices,
+            record_use_needs_the_counter_to_advance,
             a_challenge_is_consumed_once_even_concurrently,
+            an_assertion_reads_challenge_device_and_user_together,
+            spending_an_assertion_is_all_or_nothing,
+            an_assertion_is_spent_once_even_concurrently,
             an_expired_challenge_cannot_be_consumed,
             expired_challenges_are_forgotten,
             a_refresh_token_rotates_once_and_reuse_revokes_the_family,
@@ -135,7 +139,8 @@ fn device(user: &EndUser, audience: Option<Audience>) -> Device {
         audience,
         status: DeviceStatus::Active,
         credential_id: random().hex(32),
-        passkey: "{\"counter\":0}".into(),
+        passkey: "{\"key\":\"k\"}".into(),
+        counter: 3,
         created_at: at(0),
         last_used_at: None,
     }
@@ -454,25 +459,31 @@ pub async fn blocking_a_device_revokes_its_refresh_tokens(stores: Stores) {
 
 pub async fn record_use_updates_only_active_devices(stores: Stores) {
     let (_, _, device) = registered(&stores, None).await;
+    assert_eq!(
+        stores
+            .devices
+            .find(&device.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .counter,
+        3,
+        "the registration counter is stored"
+    );
     assert!(
         stores
             .devices
-            .record_use(&device.id, Some("{\"counter\":7}"), at(40))
+            .record_use(&device.id, 7, at(40))
             .await
             .unwrap()
     );
     let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
-    assert_eq!(stored.passkey, "{\"counter\":7}");
+    assert_eq!(stored.counter, 7);
     assert_eq!(stored.last_used_at, Some(at(40)));
-    assert!(
-        stores
-            .devices
-            .record_use(&device.id, None, at(41))
-            .await
-            .unwrap()
+    assert_eq!(
+        stored.passkey, device.passkey,
+        "the passkey is never rewritten"
     );
-    let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
-    assert_eq!(stored.passkey, "{\"counter\":7}", "kept when unchanged");
     stores
         .devices
         .set_status(
@@ -487,10 +498,66 @@ pub async fn record_use_updates_only_active_devices(stores: Stores) {
     assert!(
         !stores
             .devices
-            .record_use(&device.id, Some("{\"counter\":8}"), at(60))
+            .record_use(&device.id, 8, at(60))
             .await
             .unwrap()
     );
+    let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
+    assert_eq!((stored.counter, stored.last_used_at), (7, Some(at(40))));
+}
+
+pub async fn record_use_needs_the_counter_to_advance(stores: Stores) {
+    let (_, _, device) = registered(&stores, None).await;
+    // Stored 3: neither 3 again, nor less, nor 0.
+    for stale in [3, 2, 0] {
+        assert!(
+            !stores
+                .devices
+                .record_use(&device.id, stale, at(10))
+                .await
+                .unwrap(),
+            "{stale}"
+        );
+    }
+    let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
+    assert_eq!((stored.counter, stored.last_used_at), (3, None));
+    assert!(
+        stores
+            .devices
+            .record_use(&device.id, 4, at(11))
+            .await
+            .unwrap()
+    );
+
+    // A passkey whose counter stays 0 (synced passkeys) is used again and again.
+    let (_, user, _) = registered(&stores, None).await;
+    let other_enrollment = self::enrollment(&user.phone, None);
+    stores.enrollments.insert(&other_enrollment).await.unwrap();
+    let zero = Device {
+        counter: 0,
+        ..self::device(&user, None)
+    };
+    stores
+        .devices
+        .register(&zero, &other_enrollment.id, at(1), &[])
+        .await
+        .unwrap();
+    assert!(
+        stores
+            .devices
+            .record_use(&zero.id, 0, at(20))
+            .await
+            .unwrap()
+    );
+    assert!(
+        stores
+            .devices
+            .record_use(&zero.id, 0, at(21))
+            .await
+            .unwrap()
+    );
+    let stored = stores.devices.find(&zero.id).await.unwrap().unwrap();
+    assert_eq!((stored.counter, stored.last_used_at), (0, Some(at(21))));
 }
 
 pub async fn a_challenge_is_consumed_once_even_concurrently(stores: Stores) {
@@ -518,6 +585,137 @@ pub async fn a_challenge_is_consumed_once_even_concurrently(stores: Stores) {
         .unwrap()
         .unwrap();
     assert_eq!(stored.used_at, Some(at(1_000)));
+}
+
+pub async fn an_assertion_reads_challenge_device_and_user_together(stores: Stores) {
+    let (_, user, device) = registered(&stores, None).await;
+    let challenge = challenge(&user.phone, at(120_000));
+    stores.challenges.insert(&challenge).await.unwrap();
+
+    let read = stores
+        .challenges
+        .read_assertion(&challenge.id, Some(&device.credential_id))
+        .await
+        .unwrap();
+    assert_eq!(
+        read,
+        AssertionInputs {
+            challenge: Some(challenge.clone()),
+            device: Some(device.clone()),
+            user: Some(user.clone()),
+        }
+    );
+    let without_credential = stores
+        .challenges
+        .read_assertion(&challenge.id, None)
+        .await
+        .unwrap();
+    assert_eq!(without_credential.challenge, Some(challenge.clone()));
+    assert_eq!(
+        (without_credential.device, without_credential.user),
+        (None, None)
+    );
+    let unknown = stores
+        .challenges
+        .read_assertion(&ids().next(), Some("unknown-credential"))
+        .await
+        .unwrap();
+    assert_eq!(
+        unknown,
+        AssertionInputs {
+            challenge: None,
+            device: None,
+            user: None,
+        }
+    );
+}
+
+pub async fn spending_an_assertion_is_all_or_nothing(stores: Stores) {
+    let (_, user, device) = registered(&stores, None).await;
+    let spend = |challenge: &Challenge, counter: u32, when: i64| {
+        let stores = stores.clone();
+        let (challenge, device) = (challenge.id.clone(), device.id.clone());
+        async move {
+            stores
+                .challenges
+                .spend_assertion(&challenge, &device, counter, at(when))
+                .await
+                .unwrap()
+        }
+    };
+    let first = challenge(&user.phone, at(120_000));
+    stores.challenges.insert(&first).await.unwrap();
+
+    // A counter that does not advance (stored 3): the challenge stays unused.
+    assert_eq!(spend(&first, 3, 10).await, Spent::DeviceRefused);
+    let stored = stores.challenges.find(&first.id).await.unwrap().unwrap();
+    assert_eq!(stored.used_at, None, "rolled back");
+
+    assert_eq!(spend(&first, 5, 20).await, Spent::Spent);
+    let stored = stores.challenges.find(&first.id).await.unwrap().unwrap();
+    assert_eq!(stored.used_at, Some(at(20)));
+    let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
+    assert_eq!((stored.counter, stored.last_used_at), (5, Some(at(20))));
+
+    // A used challenge: the device is left alone.
+    assert_eq!(spend(&first, 6, 30).await, Spent::ChallengeUnusable);
+    let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
+    assert_eq!((stored.counter, stored.last_used_at), (5, Some(at(20))));
+
+    // An expired challenge, and an unknown one.
+    let expired = challenge(&user.phone, at(40));
+    stores.challenges.insert(&expired).await.unwrap();
+    assert_eq!(spend(&expired, 6, 40).await, Spent::ChallengeUnusable);
+    let unknown = challenge(&user.phone, at(120_000));
+    assert_eq!(spend(&unknown, 6, 40).await, Spent::ChallengeUnusable);
+
+    // A blocked device: the challenge stays unused.
+    let live = challenge(&user.phone, at(120_000));
+    stores.challenges.insert(&live).await.unwrap();
+    stores
+        .devices
+        .set_status(
+            &device.id,
+            &[DeviceStatus::Active],
+            DeviceStatus::Blocked,
+            at(50),
+            &[],
+        )
+        .await
+        .unwrap();
+    assert_eq!(spend(&live, 6, 60).await, Spent::DeviceRefused);
+    let stored = stores.challenges.find(&live.id).await.unwrap().unwrap();
+    assert_eq!(stored.used_at, None);
+    let stored = stores.devices.find(&device.id).await.unwrap().unwrap();
+    assert_eq!(stored.counter, 5);
+}
+
+pub async fn an_assertion_is_spent_once_even_concurrently(stores: Stores) {
+    let (_, user, device) = registered(&stores, None).await;
+    let challenge = challenge(&user.phone, at(120_000));
+    stores.challenges.insert(&challenge).await.unwrap();
+    let racers = (0..8u32).map(|n| {
+        let stores = stores.clone();
+        let (challenge, device) = (challenge.id.clone(), device.id.clone());
+        async move {
+            stores
+                .challenges
+                .spend_assertion(&challenge, &device, 10 + n, at(1_000))
+                .await
+                .unwrap()
+        }
+    });
+    let outcomes = join_all(racers).await;
+    assert_eq!(
+        outcomes.iter().filter(|o| **o == Spent::Spent).count(),
+        1,
+        "{outcomes:?}"
+    );
+    assert!(
+        outcomes
+            .iter()
+            .all(|o| matches!(o, Spent::Spent | Spent::ChallengeUnusable))
+    );
 }
 
 pub async fn an_expired_challenge_cannot_be_consumed(stores: Stores) {

@@ -130,8 +130,10 @@ pub struct Device {
     pub status: DeviceStatus,
     /// base64url credential id, unique across devices.
     pub credential_id: String,
-    /// The passkey as the WebAuthn adapter serialises it (public key, counter, flags).
+    /// The passkey as the WebAuthn adapter serialised it at registration (public key, flags).
     pub passkey: String,
+    /// The signature counter of the last verified assertion (or of the registration).
+    pub counter: u32,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
 }

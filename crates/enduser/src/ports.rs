@@ -67,8 +67,10 @@ pub trait EnrollmentRepository: Send + Sync + fmt::Debug {
 ///   `passkey_registered` (recording the device) and writes the outbox, in one transaction;
 ///   `Duplicate` when the credential id is already registered, `NotFound` when the enrollment
 ///   is no longer `pending_otp` (nothing written in either case).
-/// - `record_use` stores the updated passkey (its counter) and `last_used_at` of an active
-///   device; `false` when the device is not active.
+/// - `record_use` stores the signature counter and `last_used_at` of an active device whose
+///   stored counter is below `counter` (or both are 0), in one conditional update; `false` when
+///   the device is not active or the counter did not advance (nothing written). The passkey
+///   itself is never rewritten.
 /// - `set_status` moves a device from one of `from` to `to`, revokes every refresh token issued
 ///   for it and writes the outbox, in one transaction; `false` when it was not in `from`.
 #[async_trait]
@@ -86,7 +88,7 @@ pub trait DeviceRepository: Send + Sync + fmt::Debug {
     async fn record_use(
         &self,
         id: &DeviceId,
-        passkey: Option<&str>,
+        counter: u32,
         at: Timestamp,
     ) -> Result<bool, StoreError>;
     async fn set_status(
@@ -99,17 +101,57 @@ pub trait DeviceRepository: Send + Sync + fmt::Debug {
     ) -> Result<bool, StoreError>;
 }
 
+/// What an assertion needs from storage, read together by
+/// [`ChallengeRepository::read_assertion`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssertionInputs {
+    /// The challenge, whatever its state (used, expired, any purpose).
+    pub challenge: Option<Challenge>,
+    /// The device registered with the asserted credential id, whatever its status.
+    pub device: Option<Device>,
+    /// That device's user.
+    pub user: Option<EndUser>,
+}
+
+/// What [`ChallengeRepository::spend_assertion`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spent {
+    /// The challenge is now used and the device's counter and `last_used_at` are stored.
+    Spent,
+    /// The challenge was already used, expired or unknown: nothing written.
+    ChallengeUnusable,
+    /// The device is not active or its counter did not advance: nothing written.
+    DeviceRefused,
+}
+
 /// FIDO challenges.
 ///
-/// Contract: `consume` marks an unused, unexpired challenge used at `at` and says whether this
-/// call did it; of concurrent consumers exactly one gets `true`. `forget_expired` deletes
-/// challenges that expired before `before` and returns how many.
+/// Contract:
+/// - `consume` marks an unused, unexpired challenge used at `at` and says whether this call did
+///   it; of concurrent consumers exactly one gets `true`.
+/// - `forget_expired` deletes challenges that expired before `before` and returns how many.
+/// - `read_assertion` reads the challenge and, when `credential_id` is given, the device with
+///   that credential id and the device's user, in one read.
+/// - `spend_assertion` does `consume` and `DeviceRepository::record_use` in one transaction:
+///   both or neither. Of concurrent spenders of one challenge exactly one gets `Spent`.
 #[async_trait]
 pub trait ChallengeRepository: Send + Sync + fmt::Debug {
     async fn insert(&self, challenge: &Challenge) -> Result<(), StoreError>;
     async fn find(&self, id: &ChallengeId) -> Result<Option<Challenge>, StoreError>;
     async fn consume(&self, id: &ChallengeId, at: Timestamp) -> Result<bool, StoreError>;
     async fn forget_expired(&self, before: Timestamp) -> Result<usize, StoreError>;
+    async fn read_assertion(
+        &self,
+        challenge: &ChallengeId,
+        credential_id: Option<&str>,
+    ) -> Result<AssertionInputs, StoreError>;
+    async fn spend_assertion(
+        &self,
+        challenge: &ChallengeId,
+        device: &DeviceId,
+        counter: u32,
+        at: Timestamp,
+    ) -> Result<Spent, StoreError>;
 }
 
 /// What presenting a refresh token did.
@@ -176,15 +218,25 @@ pub struct CeremonyStart {
 pub struct NewPasskey {
     /// base64url credential id.
     pub credential_id: String,
+    /// The adapter's serialisation (public key, flags), written once at registration.
     pub passkey: String,
+    /// The signature counter the authenticator reported at registration.
+    pub counter: u32,
+}
+
+/// A stored passkey an assertion may use, with its current signature counter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StoredPasskey<'a> {
+    pub passkey: &'a str,
+    pub counter: u32,
 }
 
 /// A verified assertion.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct VerifiedAssertion {
     pub credential_id: String,
-    /// The passkey with its counter advanced, when it changed.
-    pub updated_passkey: Option<String>,
+    /// The authenticator's signature counter in this assertion, to store.
+    pub counter: u32,
 }
 
 /// WebAuthn, with user verification required and the relying party from configuration.
@@ -192,7 +244,7 @@ pub struct VerifiedAssertion {
 /// Contract:
 /// - `start_registration` excludes `existing` credential ids.
 /// - `start_authentication` uses exactly `challenge` as the WebAuthn challenge and allows only
-///   `passkeys`.
+///   `passkeys`; their counters as given are what `finish_authentication` compares against.
 /// - `finish_authentication` verifies signature, challenge, origin, RP ID, the UP and UV flags
 ///   and that the counter advanced; anything else is `Refused`.
 pub trait PasskeyCeremony: Send + Sync + fmt::Debug {
@@ -210,7 +262,7 @@ pub trait PasskeyCeremony: Send + Sync + fmt::Debug {
     ) -> Result<NewPasskey, PasskeyError>;
     fn start_authentication(
         &self,
-        passkeys: &[String],
+        passkeys: &[StoredPasskey<'_>],
         challenge: [u8; 32],
     ) -> Result<CeremonyStart, PasskeyError>;
     fn finish_authentication(

@@ -20,8 +20,8 @@ use crate::model::{
 };
 use crate::ports::{
     AccessClaims, AccessTokens, ApprovalTargets, ChallengeRepository, DeviceRepository,
-    EnrollmentRepository, NextToken, PasskeyCeremony, RefreshTokenRepository, Rotation,
-    TargetError,
+    EnrollmentRepository, NextToken, PasskeyCeremony, PasskeyError, RefreshTokenRepository,
+    Rotation, Spent, StoredPasskey, TargetError,
 };
 
 const OTP_PURPOSE: &str = "enrollment-otp";
@@ -339,6 +339,7 @@ impl EndUserService {
             status: DeviceStatus::Active,
             credential_id: passkey.credential_id,
             passkey: passkey.passkey,
+            counter: passkey.counter,
             created_at: now,
             last_used_at: None,
         };
@@ -443,14 +444,14 @@ impl EndUserService {
                 target.context
             }
         };
-        let passkeys: Vec<String> = self
-            .ports
-            .devices
-            .of_user(&user.id)
-            .await?
-            .into_iter()
+        let devices = self.ports.devices.of_user(&user.id).await?;
+        let passkeys: Vec<StoredPasskey<'_>> = devices
+            .iter()
             .filter(|device| device.status == DeviceStatus::Active)
-            .map(|device| device.passkey)
+            .map(|device| StoredPasskey {
+                passkey: &device.passkey,
+                counter: device.counter,
+            })
             .collect();
         if passkeys.is_empty() {
             return Err(EndUserError::NotFound("No active device for this phone"));
@@ -708,18 +709,34 @@ impl EndUserService {
 
     /// Verifies an assertion against its challenge and spends the challenge. Every refusal
     /// after the challenge is known is reported as `auth.failed` to the purpose's audience.
+    ///
+    /// One read (challenge, device, user) and one write (challenge spent with the device's
+    /// counter) around the verification.
     async fn assert(
         &self,
         challenge_id: &str,
         credential: &Value,
         expected: Option<&Purpose>,
     ) -> Result<Asserted, EndUserError> {
-        let challenge = self
-            .find_challenge(challenge_id)
-            .await?
+        let challenge_id = ChallengeId::parse(challenge_id).map_err(|_| INVALID_CHALLENGE)?;
+        // Which credential the assertion claims (nothing verified yet), so that the device is
+        // read with the challenge.
+        let credential_id = self.ports.passkeys.asserted_credential_id(credential);
+        let inputs = self
+            .ports
+            .challenges
+            .read_assertion(&challenge_id, credential_id.as_deref().ok())
+            .await?;
+        let challenge = inputs
+            .challenge
             .filter(|challenge| challenge.purpose.kind != PurposeKind::Registration)
             .ok_or(INVALID_CHALLENGE)?;
-        match self.verify(&challenge, credential, expected).await {
+        let claimed = Claimed {
+            credential_id,
+            device: inputs.device,
+            user: inputs.user,
+        };
+        match self.verify(&challenge, claimed, credential, expected).await {
             Ok(asserted) => Ok(asserted),
             Err(Refusal { error, device }) => {
                 if matches!(
@@ -737,15 +754,14 @@ impl EndUserService {
     async fn verify(
         &self,
         challenge: &Challenge,
+        claimed: Claimed,
         credential: &Value,
         expected: Option<&Purpose>,
     ) -> Result<Asserted, Refusal> {
-        let credential_id = self.ports.passkeys.asserted_credential_id(credential)?;
-        let device = self
-            .ports
-            .devices
-            .by_credential(&credential_id)
-            .await?
+        let credential_id = claimed.credential_id?;
+        let device = claimed
+            .device
+            .filter(|device| device.credential_id == credential_id)
             .ok_or(Refusal::from(UNKNOWN_PASSKEY))?;
         let with_device = |error: EndUserError| Refusal {
             error,
@@ -758,6 +774,9 @@ impl EndUserService {
             .passkeys
             .finish_authentication(&challenge.state, credential)
             .map_err(|error| with_device(error.into()))?;
+        if verified.credential_id != device.credential_id {
+            return Err(with_device(UNKNOWN_PASSKEY));
+        }
         let now = self.now();
         if challenge.used_at.is_some() || now >= challenge.expires_at {
             return Err(with_device(INVALID_CHALLENGE));
@@ -768,41 +787,36 @@ impl EndUserService {
             )));
         }
         if device.status != DeviceStatus::Active {
-            return Err(with_device(EndUserError::Unauthorized(
-                "This device is blocked or deregistered",
-            )));
+            return Err(with_device(DEVICE_INACTIVE));
         }
-        let user = self
-            .ports
-            .enrollments
-            .user(&device.user_id)
-            .await
-            .map_err(|error| with_device(error.into()))?
-            .filter(|user| user.phone == challenge.phone)
+        let user = claimed
+            .user
+            .filter(|user| user.id == device.user_id && user.phone == challenge.phone)
             .ok_or_else(|| with_device(UNKNOWN_PASSKEY))?;
-        if !self
+        match self
             .ports
             .challenges
-            .consume(&challenge.id, now)
+            .spend_assertion(&challenge.id, &device.id, verified.counter, now)
             .await
             .map_err(|error| with_device(error.into()))?
         {
-            return Err(with_device(INVALID_CHALLENGE));
-        }
-        if !self
-            .ports
-            .devices
-            .record_use(&device.id, verified.updated_passkey.as_deref(), now)
-            .await
-            .map_err(|error| with_device(error.into()))?
-        {
-            return Err(with_device(EndUserError::Unauthorized(
-                "This device is blocked or deregistered",
-            )));
+            Spent::Spent => {}
+            Spent::ChallengeUnusable => return Err(with_device(INVALID_CHALLENGE)),
+            // Inactive since it was read, or a concurrent assertion stored a counter at least
+            // as high as this one's.
+            Spent::DeviceRefused => {
+                return Err(with_device(EndUserError::Unauthorized(
+                    "This device is blocked or deregistered, or its signature counter did not advance",
+                )));
+            }
         }
         Ok(Asserted {
             challenge: challenge.clone(),
-            device,
+            device: Device {
+                counter: verified.counter,
+                last_used_at: Some(now),
+                ..device
+            },
             user,
         })
     }
@@ -947,6 +961,14 @@ impl EndUserService {
     }
 }
 
+/// What the assertion claims and what storage has for it, before anything is verified.
+#[derive(Debug)]
+struct Claimed {
+    credential_id: Result<String, PasskeyError>,
+    device: Option<Device>,
+    user: Option<EndUser>,
+}
+
 /// A refusal and the device it concerns, for the `auth.failed` event.
 #[derive(Debug)]
 struct Refusal {
@@ -1005,6 +1027,8 @@ const INVALID_CODE: EndUserError = EndUserError::BadRequest("Invalid or expired 
 const INVALID_CHALLENGE: EndUserError =
     EndUserError::Unauthorized("Invalid, expired or already used challenge");
 const UNKNOWN_PASSKEY: EndUserError = EndUserError::Unauthorized("Unknown passkey");
+const DEVICE_INACTIVE: EndUserError =
+    EndUserError::Unauthorized("This device is blocked or deregistered");
 const INVALID_TOKEN: EndUserError = EndUserError::Unauthorized("Invalid or expired token");
 const NOT_ENROLLED: EndUserError = EndUserError::NotFound("No enrolled user with this phone");
 const ENROLLMENT_NOT_FOUND: EndUserError = EndUserError::NotFound("Enrollment not found");

@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_enduser::ports::{
-    ChallengeRepository, DeviceRepository, EnrollmentRepository, NextToken, RefreshTokenRepository,
-    Rotation, StoreError,
+    AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository, NextToken,
+    RefreshTokenRepository, Rotation, Spent, StoreError,
 };
 use idconsent_enduser::{
     Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, EnrollmentStatus, Purpose,
@@ -183,6 +183,7 @@ struct DeviceRow {
     passkey: String,
     created_at: i64,
     last_used_at: Option<i64>,
+    sign_count: i64,
 }
 
 impl DeviceRow {
@@ -202,6 +203,7 @@ impl DeviceRow {
             passkey: d.passkey.clone(),
             created_at: d.created_at.as_millis(),
             last_used_at: d.last_used_at.map(Timestamp::as_millis),
+            sign_count: i64::from(d.counter),
         }
     }
 
@@ -209,6 +211,8 @@ impl DeviceRow {
         Ok(Device {
             status: DeviceStatus::parse(&self.status)
                 .ok_or_else(|| corrupt("devices", "status", &self.id))?,
+            counter: u32::try_from(self.sign_count)
+                .map_err(|_| corrupt("devices", "sign_count", &self.id))?,
             audience: audience_from(self.application_id, self.environment, self.callback_url),
             id: DeviceId::from_trusted(self.id),
             user_id: EndUserId::from_trusted(self.user_id),
@@ -318,6 +322,46 @@ impl RefreshRow {
 }
 
 const NOT_REGISTRABLE: &str = "enrollment not pending_otp";
+const CHALLENGE_UNUSABLE: &str = "challenge used, expired or unknown";
+const DEVICE_REFUSED: &str = "device inactive or counter not advanced";
+
+/// Stores the counter and `last_used_at` of active device `$id` if the counter advances (or
+/// stays 0 on both sides): the number of rows changed, 0 or 1.
+macro_rules! record_use {
+    ($c:expr, $id:expr, $counter:expr, $at:expr) => {{
+        let active = devices::table
+            .find($id)
+            .filter(devices::status.eq(DeviceStatus::Active.as_str()));
+        let counter = i64::from($counter);
+        let set = (
+            devices::sign_count.eq(counter),
+            devices::last_used_at.eq(Some($at.as_millis())),
+        );
+        if counter == 0 {
+            diesel::update(active.filter(devices::sign_count.eq(0_i64)))
+                .set(set)
+                .execute($c)
+        } else {
+            diesel::update(active.filter(devices::sign_count.lt(counter)))
+                .set(set)
+                .execute($c)
+        }
+    }};
+}
+
+/// Marks challenge `$id` used at `$at` if it is unused and unexpired: rows changed, 0 or 1.
+macro_rules! consume_challenge {
+    ($c:expr, $id:expr, $at:expr) => {
+        diesel::update(
+            fido_challenges::table
+                .find($id)
+                .filter(fido_challenges::used_at.is_null())
+                .filter(fido_challenges::expires_at.gt($at.as_millis())),
+        )
+        .set(fido_challenges::used_at.eq(Some($at.as_millis())))
+        .execute($c)
+    };
+}
 const DUPLICATE_CREDENTIAL: &str = "credential registered";
 
 #[async_trait]
@@ -635,30 +679,13 @@ impl DeviceRepository for DieselEndUserStore {
     async fn record_use(
         &self,
         id: &DeviceId,
-        passkey: Option<&str>,
+        counter: u32,
         at: Timestamp,
     ) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
-        let passkey = passkey.map(str::to_owned);
         self.db
             .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| {
-                    let active = devices::table
-                        .find(&id)
-                        .filter(devices::status.eq(DeviceStatus::Active.as_str()));
-                    let changed = match &passkey {
-                        Some(passkey) => diesel::update(active)
-                            .set((
-                                devices::passkey.eq(passkey),
-                                devices::last_used_at.eq(Some(at.as_millis())),
-                            ))
-                            .execute(c)?,
-                        None => diesel::update(active)
-                            .set(devices::last_used_at.eq(Some(at.as_millis())))
-                            .execute(c)?,
-                    };
-                    Ok::<_, DbError>(changed == 1)
-                })?)
+                Ok(crate::with_conn!(conn, |c| record_use!(c, &id, counter, at))? == 1)
             })
             .await
             .map_err(unavailable)
@@ -740,19 +767,88 @@ impl ChallengeRepository for DieselEndUserStore {
     async fn consume(&self, id: &ChallengeId, at: Timestamp) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
         self.db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::update(
-                    fido_challenges::table
-                        .find(id)
-                        .filter(fido_challenges::used_at.is_null())
-                        .filter(fido_challenges::expires_at.gt(at.as_millis()))
-                )
-                .set(fido_challenges::used_at.eq(Some(at.as_millis())))
-                .execute(c))?
-                    == 1)
-            })
+            .write(
+                move |conn| Ok(crate::with_conn!(conn, |c| consume_challenge!(c, &id, at))? == 1),
+            )
             .await
             .map_err(unavailable)
+    }
+
+    async fn read_assertion(
+        &self,
+        challenge: &ChallengeId,
+        credential_id: Option<&str>,
+    ) -> Result<AssertionInputs, StoreError> {
+        let challenge = challenge.as_str().to_owned();
+        let credential_id = credential_id.map(str::to_owned);
+        let (challenge, device, user) = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| {
+                    let challenge = fido_challenges::table
+                        .find(challenge)
+                        .select(ChallengeRow::as_select())
+                        .get_result(c)
+                        .optional()?;
+                    let device = match credential_id {
+                        Some(credential_id) => devices::table
+                            .filter(devices::credential_id.eq(credential_id))
+                            .select(DeviceRow::as_select())
+                            .get_result(c)
+                            .optional()?,
+                        None => None,
+                    };
+                    let user = match &device {
+                        Some(device) => end_users::table
+                            .find(&device.user_id)
+                            .select(UserRow::as_select())
+                            .get_result(c)
+                            .optional()?,
+                        None => None,
+                    };
+                    Ok::<_, diesel::result::Error>((challenge, device, user))
+                })?)
+            })
+            .await
+            .map_err(unavailable)?;
+        Ok(AssertionInputs {
+            challenge: challenge.map(ChallengeRow::into_challenge).transpose()?,
+            device: device.map(DeviceRow::into_device).transpose()?,
+            user: user.map(UserRow::into_user).transpose()?,
+        })
+    }
+
+    async fn spend_assertion(
+        &self,
+        challenge: &ChallengeId,
+        device: &DeviceId,
+        counter: u32,
+        at: Timestamp,
+    ) -> Result<Spent, StoreError> {
+        let challenge = challenge.as_str().to_owned();
+        let device = device.as_str().to_owned();
+        let written = self
+            .db
+            .write(move |conn| {
+                crate::with_conn!(conn, |c| {
+                    if consume_challenge!(c, &challenge, at)? != 1 {
+                        return Err(DbError::Rollback(CHALLENGE_UNUSABLE));
+                    }
+                    if record_use!(c, &device, counter, at)? != 1 {
+                        return Err(DbError::Rollback(DEVICE_REFUSED));
+                    }
+                    Ok::<_, DbError>(())
+                })
+            })
+            .await;
+        match written {
+            Ok(()) => Ok(Spent::Spent),
+            Err(error) => match error.rollback_tag() {
+                Some(CHALLENGE_UNUSABLE) => Ok(Spent::ChallengeUnusable),
+                Some(DEVICE_REFUSED) => Ok(Spent::DeviceRefused),
+                _ => Err(unavailable(error)),
+            },
+        }
     }
 
     async fn forget_expired(&self, before: Timestamp) -> Result<usize, StoreError> {

@@ -255,6 +255,7 @@ diesel::table! {
         passkey -> Text,
         created_at -> BigInt,
         last_used_at -> Nullable<BigInt>,
+        sign_count -> BigInt,
     }
 }
 

@@ -1,17 +1,23 @@
 #![doc = include_str!("../README.md")]
 
+mod assertion;
+
 use std::fmt;
 use std::time::Duration;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use idconsent_enduser::ports::{
-    CeremonyStart, NewPasskey, PasskeyCeremony, PasskeyError, VerifiedAssertion,
+    CeremonyStart, NewPasskey, PasskeyCeremony, PasskeyError, StoredPasskey, VerifiedAssertion,
 };
 use serde_json::Value;
 use webauthn_rs::prelude::{
-    Passkey, PasskeyAuthentication, PasskeyRegistration, PublicKeyCredential,
-    RegisterPublicKeyCredential, Url, Uuid, Webauthn, WebauthnBuilder, WebauthnError,
+    Passkey, PasskeyRegistration, RegisterPublicKeyCredential, Url, Uuid, Webauthn,
+    WebauthnBuilder, WebauthnError,
+};
+
+use crate::assertion::{
+    AllowedCredential, Assertion, AssertionState, Expectations, PublicKey, STATE_VERSION,
 };
 
 /// `IDC_RP_ID` when unset.
@@ -33,14 +39,15 @@ pub enum ConfigError {
     RpIdMismatch { rp_id: String, origin: String },
 }
 
-/// The [`PasskeyCeremony`] port on webauthn-rs passkeys: user verification required, the
-/// ceremony state serialised with the `danger-allow-state-serialisation` layout of the pinned
-/// webauthn-rs version.
+/// The [`PasskeyCeremony`] port: registration on webauthn-rs passkeys (its state serialised
+/// with the `danger-allow-state-serialisation` layout of the pinned version), assertions
+/// verified with ring against a compact state of our own. User verification is required.
 #[derive(Clone)]
 pub struct WebauthnCeremony {
     webauthn: Webauthn,
     rp_id: String,
     origins: Vec<Url>,
+    expect: Expectations,
 }
 
 impl fmt::Debug for WebauthnCeremony {
@@ -81,10 +88,15 @@ impl WebauthnCeremony {
             builder = builder.append_allowed_origin(origin);
         }
         let webauthn = builder.build().map_err(|_| mismatch())?;
+        let expect = Expectations::new(
+            rp_id,
+            origins.iter().map(assertion::serialised_origin).collect(),
+        );
         Ok(Self {
             webauthn,
             rp_id: rp_id.to_owned(),
             origins,
+            expect,
         })
     }
 
@@ -147,15 +159,19 @@ impl PasskeyCeremony for WebauthnCeremony {
             .webauthn
             .finish_passkey_registration(&credential, &state)
             .map_err(refusal)?;
+        // Only keys assertions can be verified with are stored.
+        PublicKey::of_passkey(&passkey).map_err(PasskeyError::Refused)?;
+        let stored = to_string(&passkey)?;
         Ok(NewPasskey {
             credential_id: URL_SAFE_NO_PAD.encode(passkey.cred_id()),
-            passkey: to_string(&passkey)?,
+            counter: stored_flags(&stored)?.counter,
+            passkey: stored,
         })
     }
 
     fn start_authentication(
         &self,
-        passkeys: &[String],
+        passkeys: &[StoredPasskey<'_>],
         challenge: [u8; 32],
     ) -> Result<CeremonyStart, PasskeyError> {
         if passkeys.is_empty() {
@@ -163,24 +179,38 @@ impl PasskeyCeremony for WebauthnCeremony {
                 "no passkey to authenticate with".into(),
             ));
         }
-        let passkeys = passkeys
-            .iter()
-            .map(|passkey| {
-                serde_json::from_str::<Passkey>(passkey)
-                    .map_err(|err| internal(format!("a stored passkey does not parse: {err}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
-        let (mut options, state) = self
+        let mut parsed = Vec::with_capacity(passkeys.len());
+        let mut credentials = Vec::with_capacity(passkeys.len());
+        for stored in passkeys {
+            let passkey = serde_json::from_str::<Passkey>(stored.passkey)
+                .map_err(|err| internal(format!("a stored passkey does not parse: {err}")))?;
+            let key = PublicKey::of_passkey(&passkey)
+                .map_err(|reason| internal(format!("a stored passkey: {reason}")))?;
+            credentials.push(AllowedCredential {
+                id: URL_SAFE_NO_PAD.encode(passkey.cred_id()),
+                key,
+                counter: stored.counter,
+                backup_eligible: stored_flags(stored.passkey)?.backup_eligible,
+            });
+            parsed.push(passkey);
+        }
+        // webauthn-rs builds the options (allowCredentials, UV required, timeout); its state
+        // is dropped: ours is below.
+        let (mut options, _) = self
             .webauthn
-            .start_passkey_authentication(&passkeys)
+            .start_passkey_authentication(&parsed)
             .map_err(|err| internal(format!("starting authentication: {err}")))?;
-        // webauthn-rs draws a random challenge; ours commits to what the user is shown, so it
-        // replaces the random one in the options and in the state `finish` compares against.
+        // webauthn-rs draws a random challenge; ours commits to what the user is shown.
         options.public_key.challenge = challenge.to_vec();
-        let state = with_challenge(&state, &challenge)?;
+        let state = AssertionState {
+            v: STATE_VERSION,
+            rp_id: self.rp_id.clone(),
+            challenge: URL_SAFE_NO_PAD.encode(challenge),
+            credentials,
+        };
         Ok(CeremonyStart {
             options: to_value(&options)?,
-            state,
+            state: to_string(&state)?,
         })
     }
 
@@ -189,73 +219,31 @@ impl PasskeyCeremony for WebauthnCeremony {
         state: &str,
         credential: &Value,
     ) -> Result<VerifiedAssertion, PasskeyError> {
-        let state: PasskeyAuthentication = from_state(state)?;
-        let credential: PublicKeyCredential = from_credential(credential)?;
-        let result = self
-            .webauthn
-            .finish_passkey_authentication(&credential, &state)
-            .map_err(refusal)?;
-        // webauthn-rs already refuses a missing UV flag under the Required policy; this keeps
-        // the guarantee should that policy ever change.
-        if !result.user_verified() {
-            return Err(PasskeyError::Refused("user not verified".into()));
-        }
-        let updated_passkey = if result.needs_update() {
-            let mut passkey: Passkey = allowed_passkey(&state, result.cred_id())?;
-            match passkey.update_credential(&result) {
-                Some(true) => Some(to_string(&passkey)?),
-                _ => None,
-            }
-        } else {
-            None
-        };
-        Ok(VerifiedAssertion {
-            credential_id: URL_SAFE_NO_PAD.encode(result.cred_id()),
-            updated_passkey,
-        })
+        let state: AssertionState = from_state(state)?;
+        let assertion = Assertion::parse(credential)?;
+        self.expect.verify(&state, &assertion)
     }
 
     fn asserted_credential_id(&self, credential: &Value) -> Result<String, PasskeyError> {
-        let credential: PublicKeyCredential = from_credential(credential)?;
-        Ok(URL_SAFE_NO_PAD.encode(credential.raw_id))
+        Ok(URL_SAFE_NO_PAD.encode(Assertion::parse(credential)?.raw_id))
     }
 }
 
-/// Where the pinned webauthn-rs keeps the challenge in a serialised [`PasskeyAuthentication`]
-/// (`AuthenticationState.challenge`, base64url without padding).
-const STATE_CHALLENGE: [&str; 2] = ["ast", "challenge"];
-
-/// The serialised `state` with its challenge replaced by `challenge`; checked by parsing it back.
-fn with_challenge(state: &PasskeyAuthentication, challenge: &[u8]) -> Result<String, PasskeyError> {
-    let mut json = serde_json::to_value(state)
-        .map_err(|err| internal(format!("serialising the authentication state: {err}")))?;
-    let slot = json
-        .get_mut(STATE_CHALLENGE[0])
-        .and_then(|ast| ast.get_mut(STATE_CHALLENGE[1]))
-        .filter(|slot| slot.is_string())
-        .ok_or_else(|| internal("the authentication state has no challenge where expected"))?;
-    *slot = Value::String(URL_SAFE_NO_PAD.encode(challenge));
-    serde_json::from_value::<PasskeyAuthentication>(json.clone())
-        .map_err(|err| internal(format!("the rewritten authentication state: {err}")))?;
-    Ok(json.to_string())
+/// What a stored passkey (webauthn-rs's `{"cred": Credential}`) says besides its key.
+#[derive(Debug, serde::Deserialize)]
+struct StoredFlags {
+    counter: u32,
+    backup_eligible: bool,
 }
 
-/// The passkey `id` of the state's allowed set, as webauthn-rs verified against it.
-fn allowed_passkey(state: &PasskeyAuthentication, id: &[u8]) -> Result<Passkey, PasskeyError> {
-    // The state keeps each allowed passkey's credential, which is what a `Passkey` serialises
-    // as (`{"cred": Credential}`).
-    let json = serde_json::to_value(state)
-        .map_err(|err| internal(format!("serialising the authentication state: {err}")))?;
-    json.get("ast")
-        .and_then(|ast| ast.get("credentials"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|cred| {
-            serde_json::from_value::<Passkey>(serde_json::json!({ "cred": cred })).ok()
-        })
-        .find(|passkey| passkey.cred_id().as_slice() == id)
-        .ok_or_else(|| internal("the verified passkey is not in the authentication state"))
+fn stored_flags(passkey: &str) -> Result<StoredFlags, PasskeyError> {
+    #[derive(serde::Deserialize)]
+    struct Stored {
+        cred: StoredFlags,
+    }
+    serde_json::from_str::<Stored>(passkey)
+        .map(|stored| stored.cred)
+        .map_err(|err| internal(format!("a stored passkey has no counter or flags: {err}")))
 }
 
 fn refusal(err: WebauthnError) -> PasskeyError {
@@ -297,7 +285,7 @@ fn to_string<T: serde::Serialize>(value: &T) -> Result<String, PasskeyError> {
 
 /// base64url with or without padding.
 fn decode_b64url(text: &str) -> Option<Vec<u8>> {
-    URL_SAFE_NO_PAD.decode(text.trim_end_matches('=')).ok()
+    assertion::decode_b64url(text)
 }
 
 fn internal(message: impl Into<String>) -> PasskeyError {
@@ -364,7 +352,13 @@ mod tests {
             Err(PasskeyError::Refused(_))
         ));
         assert!(matches!(
-            ceremony.start_authentication(&["{}".to_owned()], [0; 32]),
+            ceremony.start_authentication(
+                &[StoredPasskey {
+                    passkey: "{}",
+                    counter: 0
+                }],
+                [0; 32]
+            ),
             Err(PasskeyError::Internal(_))
         ));
     }
