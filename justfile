@@ -28,7 +28,12 @@ bench:
 # core 1, 20 s at 64 then 32 connections (knobs in the script's header; figures in
 # docs/performance.md).
 load-consents:
-    bash scripts/load-consents.sh
+    bash scripts/load.sh consents
+
+# Signed POST /v1/oauth/token against the release binary on SQLite: codes prepared first, then
+# exchanged for 10 s at 64 then 32 connections, server on core 0, load on core 1.
+load-oauth-exchange:
+    bash scripts/load.sh oauth-exchange
 
 # What CI runs.
 ci:

@@ -1,21 +1,34 @@
 #!/usr/bin/env bash
-# Load test of signed POST /v1/consents/auth (issue 4) against the release binary on SQLite.
+# Load tests of signed requests against the release binary on SQLite.
+#
+#   scripts/load.sh consents         signed POST /v1/consents/auth (issue 4)
+#   scripts/load.sh oauth-exchange   signed POST /v1/oauth/token (issue 6)
 #
 # The server runs pinned to core 0, the load generator (tests/src/bin/loadgen.rs) to core 1.
-# Each request is signed afresh (signatures are accepted once, so oha/wrk cannot be used) and
-# names a new recipient (flood limits are per recipient). The response carries the QR PNG.
-# The sessions' callbackUrl is the load generator's own webhook receiver (answers 204), so the
-# consent.created webhooks are really delivered during the run, by the same server core, as in
-# production.
+# Each request is signed afresh (signatures are accepted once, so oha/wrk cannot be used).
+# consents: each request names a new recipient (flood limits are per recipient); the response
+# carries the QR PNG. oauth-exchange: CODES authorization codes are prepared first (request,
+# sandbox approval, status read; unmeasured), then exchanged, each once, with PKCE.
+# The application's callbackUrl is the load generator's own webhook receiver (answers 204), so
+# webhooks are really delivered during the run, by the same server core, as in production.
 #
-# Usage: scripts/load-consents.sh            (20 s at 64 connections, then 20 s at 32)
 # Knobs: DURATION=20 CONNECTIONS="64 32" IDC_HTTP_WORKERS=1 SERVER_CPU=0 LOAD_CPU=1 PORT=18080
 #        RECEIVER_PORT=18090 CALLBACK_URL=… (e.g. http://127.0.0.1:9/hooks: nobody listens)
 #        MEASURE_FLAG=/tmp/idc-measuring (created while measuring; empty to skip)
+#        CODES=… (oauth-exchange: codes per run; default enough for 10,000/s)
+#        RATE=… (open loop at this many requests/s; default closed loop)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DURATION=${DURATION:-20}
+SCENARIO=${1:?usage: scripts/load.sh consents|oauth-exchange}
+
+case $SCENARIO in
+  consents) DURATION=${DURATION:-20} ;;
+  oauth-exchange) DURATION=${DURATION:-10} ;;
+  *) echo "unknown scenario $SCENARIO (consents | oauth-exchange)" >&2; exit 2 ;;
+esac
+WARMUP=${WARMUP:-2}
+CODES=${CODES:-$(( (DURATION + WARMUP) * 10000 ))}
 CONNECTIONS=${CONNECTIONS:-"64 32"}
 SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
@@ -57,7 +70,8 @@ TOKEN=$(curl -sf "$B/v1/merchants/register" -H 'Content-Type: application/json' 
   "dateRegistered": "2019-03-04", "industry": "retail", "phone": "+15550000001"}' | jq -r .data.token)
 APP=$(curl -sf "$B/v1/merchants/applications" -H "Authorization: Bearer $TOKEN" \
   -H 'Content-Type: application/json' \
-  -d "{\"name\": \"Load\", \"callbackUrl\": \"http://127.0.0.1:$RECEIVER_PORT/hooks\"}")
+  -d "{\"name\": \"Load\", \"callbackUrl\": \"http://127.0.0.1:$RECEIVER_PORT/hooks\",
+       \"redirectUris\": [\"https://shop.example/oauth/callback\"]}")
 APPLICATION=$(jq -c '.data.application // .application' <<<"$APP")
 KEY=$(jq -r .credentials.sandbox.apiKey <<<"$APPLICATION")
 SECRET=$(jq -r .credentials.sandbox.secret <<<"$APPLICATION")
@@ -65,6 +79,9 @@ CLIENT_ID=$(jq -r .clientId <<<"$APPLICATION")
 [ -n "$KEY" ] && [ "$KEY" != null ] || { echo "no API key in: $APP" >&2; exit 1; }
 
 CALLBACK_ARGS=(--receiver "127.0.0.1:$RECEIVER_PORT")
+# RATE=3200: open loop, requests started on schedule whatever the answers (latency counted from
+# each request's scheduled start), instead of each connection waiting for its last answer.
+[ -n "${RATE:-}" ] && CALLBACK_ARGS+=(--rate "$RATE")
 [ -n "${CALLBACK_URL:-}" ] && CALLBACK_ARGS+=(--callback-url "$CALLBACK_URL")
 
 # The measuring window: other builds on this machine wait while the flag exists.
@@ -76,7 +93,7 @@ for connections in $CONNECTIONS; do
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); rustc processes: $(pgrep -c rustc || true)"
   taskset -c "$LOAD_CPU" "$TARGET/release/loadgen" --url "$B" --api-key "$KEY" --secret "$SECRET" \
     --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
-    "${CALLBACK_ARGS[@]}"
+    --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}"
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
   run=$((run + 1))
   # Let the webhook backlog of this run drain before the next one.

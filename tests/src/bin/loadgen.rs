@@ -1,4 +1,5 @@
-//! A load generator for signed `POST /v1/consents/auth`.
+//! A load generator for signed requests: `POST /v1/consents/auth` (`--scenario consents`, the
+//! default) or `POST /v1/oauth/token` (`--scenario oauth-exchange`).
 //!
 //! Every request is signed (CONTRACT §2.1) and each signature is accepted once, so generic
 //! tools (oha, wrk) cannot replay a fixed request. This one signs each request with its own
@@ -11,7 +12,13 @@
 //! counts requests), so the sessions' `consent.created` webhooks are really delivered, as they
 //! are in production; point `--callback-url` at it (the default does).
 //!
-//! `scripts/load-consents.sh` runs it against the release binary.
+//! The exchange scenario first prepares `--codes` authorization codes, unmeasured: for each, a
+//! signed `POST /v1/oauth/requests` (S256 challenge of a fixed verifier), a sandbox approval and
+//! a status read that returns the code. It then measures exchanges of those codes; the run ends
+//! early (and says so) if they run out.
+//!
+//! `scripts/load.sh consents` and `scripts/load.sh oauth-exchange` run it against the release
+//! binary.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
 use std::collections::BTreeMap;
@@ -24,9 +31,26 @@ use clap::Parser;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-#[derive(Debug, Parser)]
-#[command(about = "Signed POST /v1/consents/auth load generator")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Scenario {
+    /// Signed `POST /v1/consents/auth`, each for a new recipient.
+    Consents,
+    /// Signed `POST /v1/oauth/token` with codes prepared before the measurement.
+    OauthExchange,
+}
+
+#[derive(Debug, Clone, Parser)]
+#[command(about = "Signed-request load generator")]
 struct Args {
+    /// What to send.
+    #[arg(long, value_enum, default_value_t = Scenario::Consents)]
+    scenario: Scenario,
+    /// oauth-exchange: authorization codes to prepare (enough for warm-up and measurement).
+    #[arg(long, default_value_t = 100_000)]
+    codes: usize,
+    /// oauth-exchange: the application's registered redirect URI.
+    #[arg(long, default_value = "https://shop.example/oauth/callback")]
+    redirect_uri: String,
     /// The service, e.g. http://127.0.0.1:8080.
     #[arg(long)]
     url: String,
@@ -124,37 +148,31 @@ async fn main() {
         .run
         .unwrap_or_else(|| (now_millis() / 1000 % 1000) as u16)
         % 1000;
-    let endpoint = format!("{}/v1/consents/auth", args.url.trim_end_matches('/'));
-
-    // One checked request first: the whole run is meaningless if this one fails.
-    let client = reqwest::Client::new();
-    let counter = Arc::new(AtomicU64::new(0));
-    let probe = send(
-        &client,
-        &endpoint,
-        &args,
-        &callback_url,
-        run,
-        counter.fetch_add(1, Ordering::Relaxed),
-    )
-    .await
-    .expect("the probe request failed");
-    let (status, bytes) = (probe.status(), probe.bytes().await.unwrap());
-    let created: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let qr = created["data"]["qr"].as_str().unwrap_or_default();
-    let png = base64::engine::general_purpose::STANDARD
-        .decode(qr)
-        .unwrap_or_default();
-    assert!(
-        status.as_u16() == 201 && png.starts_with(b"\x89PNG\r\n\x1a\n"),
-        "the probe request was not a 201 with a PNG QR code: {status} {}",
-        String::from_utf8_lossy(&bytes)
-    );
-    println!(
-        "probe: 201, response {} bytes, QR PNG {} bytes; callbackUrl {callback_url}",
-        bytes.len(),
-        png.len()
-    );
+    let base = args.url.trim_end_matches('/').to_owned();
+    let plan = match args.scenario {
+        Scenario::Consents => {
+            probe_consent(&args, &base, &callback_url, run).await;
+            Plan::Consents {
+                endpoint: format!("{base}/v1/consents/auth"),
+                callback_url,
+                run,
+            }
+        }
+        Scenario::OauthExchange => {
+            let codes = prepare_codes(&args, &base, run).await;
+            if args.receiver.is_some() {
+                // The preparation's webhooks are delivered by the server under test: let that
+                // backlog drain before measuring.
+                wait_until_quiet(&received, Duration::from_secs(1)).await;
+            }
+            Plan::Exchange {
+                endpoint: format!("{base}/v1/oauth/token"),
+                codes: std::sync::Mutex::new(codes),
+                exhausted: AtomicBool::new(false),
+            }
+        }
+    };
+    let counter = Arc::new(AtomicU64::new(1));
 
     // One client per connection, with one idle connection each: exactly one keep-alive
     // connection per task. Built before the schedule starts (TLS setup takes a while).
@@ -172,18 +190,19 @@ async fn main() {
     let measuring = Arc::new(AtomicBool::new(false));
     let stop = Arc::new(AtomicBool::new(false));
     let args = Arc::new(args);
-    let callback_url = Arc::new(callback_url);
-    let endpoint = Arc::new(endpoint);
+    let plan = Arc::new(plan);
     let tasks: Vec<_> = clients
         .into_iter()
         .map(|client| {
-            let (args, callback_url, endpoint) =
-                (args.clone(), callback_url.clone(), endpoint.clone());
+            let (args, plan) = (args.clone(), plan.clone());
             let (counter, measuring, stop) = (counter.clone(), measuring.clone(), stop.clone());
             tokio::spawn(async move {
                 let mut tally = Tally::default();
                 while !stop.load(Ordering::Relaxed) {
                     let n = counter.fetch_add(1, Ordering::Relaxed);
+                    let Some(body) = plan.body(&args, n) else {
+                        break;
+                    };
                     let started = match schedule {
                         Some((start, rate, first)) => {
                             let at = start + Duration::from_secs_f64((n - first) as f64 / rate);
@@ -192,8 +211,7 @@ async fn main() {
                         }
                         None => Instant::now(),
                     };
-                    let outcome = match send(&client, &endpoint, &args, &callback_url, run, n).await
-                    {
+                    let outcome = match post_signed(&client, plan.endpoint(), &args, body).await {
                         Ok(response) => {
                             let status = response.status().as_u16();
                             response.bytes().await.map(|_| status)
@@ -218,14 +236,20 @@ async fn main() {
             })
         })
         .collect();
-
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
     let received_before = received.load(Ordering::Relaxed);
     measuring.store(true, Ordering::Relaxed);
     let started = Instant::now();
-    tokio::time::sleep(Duration::from_secs_f64(args.duration)).await;
+    let deadline = started + Duration::from_secs_f64(args.duration);
+    // Ends at the deadline, or when the prepared codes run out.
+    while Instant::now() < deadline && !plan.exhausted() {
+        tokio::time::sleep(Duration::from_millis(10).min(deadline - Instant::now())).await;
+    }
     measuring.store(false, Ordering::Relaxed);
     let elapsed = started.elapsed().as_secs_f64();
+    if plan.exhausted() {
+        println!("the prepared codes ran out after {elapsed:.1} s of measurement (raise --codes)");
+    }
     let received_during = received.load(Ordering::Relaxed) - received_before;
     stop.store(true, Ordering::Relaxed);
 
@@ -254,16 +278,71 @@ async fn main() {
     }
 }
 
-async fn send(
+/// What the connections send.
+enum Plan {
+    Consents {
+        endpoint: String,
+        callback_url: String,
+        run: u16,
+    },
+    Exchange {
+        endpoint: String,
+        codes: std::sync::Mutex<Vec<String>>,
+        exhausted: AtomicBool,
+    },
+}
+
+impl Plan {
+    fn endpoint(&self) -> &str {
+        match self {
+            Plan::Consents { endpoint, .. } | Plan::Exchange { endpoint, .. } => endpoint,
+        }
+    }
+
+    /// The body of request `n`; `None` once there is nothing left to send.
+    fn body(&self, args: &Args, n: u64) -> Option<Vec<u8>> {
+        match self {
+            Plan::Consents {
+                callback_url, run, ..
+            } => Some(body(&args.client_id, &recipient(*run, n), callback_url)),
+            Plan::Exchange {
+                codes, exhausted, ..
+            } => {
+                let code = codes.lock().unwrap().pop();
+                if code.is_none() {
+                    exhausted.store(true, Ordering::Relaxed);
+                }
+                code.map(|code| exchange_body(&code))
+            }
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        matches!(self, Plan::Exchange { exhausted, .. } if exhausted.load(Ordering::Relaxed))
+    }
+}
+
+/// A recipient no other request of this run (or of another `--run`) uses: flood limits are
+/// per recipient.
+fn recipient(run: u16, n: u64) -> String {
+    format!("+1555{run:03}{:07}", n % 10_000_000)
+}
+
+/// The PKCE verifier of every prepared code (RFC 7636 appendix B) and its S256 challenge.
+const VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+const CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+fn exchange_body(code: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({"code": code, "codeVerifier": VERIFIER})).unwrap()
+}
+
+/// Signs `body` with its own timestamp (CONTRACT §2.1) and posts it.
+async fn post_signed(
     client: &reqwest::Client,
     endpoint: &str,
     args: &Args,
-    callback_url: &str,
-    run: u16,
-    n: u64,
+    body: Vec<u8>,
 ) -> Result<reqwest::Response, reqwest::Error> {
-    let recipient = format!("+1555{run:03}{:07}", n % 10_000_000);
-    let body = body(&args.client_id, &recipient, callback_url);
     let timestamp = now_millis().to_string();
     let signature =
         idconsent_auth_hmac::sign_request(args.secret.as_bytes(), &args.api_key, &timestamp, &body);
@@ -276,6 +355,128 @@ async fn send(
         .body(body)
         .send()
         .await
+}
+
+/// Posts a signed JSON body and returns the status and the parsed answer.
+async fn call(
+    client: &reqwest::Client,
+    endpoint: &str,
+    args: &Args,
+    body: &serde_json::Value,
+) -> (u16, serde_json::Value) {
+    let response = post_signed(client, endpoint, args, serde_json::to_vec(body).unwrap())
+        .await
+        .unwrap_or_else(|error| panic!("{endpoint}: {error}"));
+    let status = response.status().as_u16();
+    let bytes = response.bytes().await.unwrap();
+    (status, serde_json::from_slice(&bytes).unwrap_or_default())
+}
+
+/// One checked consent first: the whole run is meaningless if this one fails.
+async fn probe_consent(args: &Args, base: &str, callback_url: &str, run: u16) {
+    let client = reqwest::Client::new();
+    let endpoint = format!("{base}/v1/consents/auth");
+    let body = body(&args.client_id, &recipient(run, 0), callback_url);
+    let probe = post_signed(&client, &endpoint, args, body)
+        .await
+        .expect("the probe request failed");
+    let (status, bytes) = (probe.status(), probe.bytes().await.unwrap());
+    let created: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let qr = created["data"]["qr"].as_str().unwrap_or_default();
+    let png = base64::engine::general_purpose::STANDARD
+        .decode(qr)
+        .unwrap_or_default();
+    assert!(
+        status.as_u16() == 201 && png.starts_with(b"\x89PNG\r\n\x1a\n"),
+        "the probe request was not a 201 with a PNG QR code: {status} {}",
+        String::from_utf8_lossy(&bytes)
+    );
+    println!(
+        "probe: 201, response {} bytes, QR PNG {} bytes; callbackUrl {callback_url}",
+        bytes.len(),
+        png.len()
+    );
+}
+
+/// Prepares `--codes` approved authorization codes (request, sandbox approval, status), with
+/// `--connections` in flight, then checks that one of them exchanges for a token.
+async fn prepare_codes(args: &Args, base: &str, run: u16) -> Vec<String> {
+    let started = Instant::now();
+    let next = Arc::new(AtomicU64::new(0));
+    let wanted = args.codes as u64 + 1;
+    let args_shared = Arc::new(args.clone());
+    let tasks: Vec<_> = (0..args.connections)
+        .map(|_| {
+            let (args, next, base) = (args_shared.clone(), next.clone(), base.to_owned());
+            tokio::spawn(async move {
+                let client = reqwest::Client::new();
+                let mut codes = Vec::new();
+                loop {
+                    let n = next.fetch_add(1, Ordering::Relaxed);
+                    if n >= wanted {
+                        return codes;
+                    }
+                    let request = serde_json::json!({
+                        "recipient": recipient(run, n),
+                        "redirectUri": args.redirect_uri,
+                        "codeChallenge": CHALLENGE,
+                        "claims": ["phone_number"],
+                        "scopes": ["openid"],
+                        "state": format!("load-{n}"),
+                    });
+                    let (status, created) = call(
+                        &client,
+                        &format!("{base}/v1/oauth/requests"),
+                        &args,
+                        &request,
+                    )
+                    .await;
+                    assert_eq!(status, 201, "creating an OAuth request: {created}");
+                    let session = created["data"]["sessionId"].as_str().unwrap().to_owned();
+                    let approve = format!("{base}/v1/sandbox/consents/{session}/approve");
+                    // The signature covers the body but not the path, and each is accepted once:
+                    // an empty body signed in the same millisecond as another would be refused
+                    // as a replay, so this one names the session.
+                    let body = serde_json::json!({"sessionId": session});
+                    let (status, approved) = call(&client, &approve, &args, &body).await;
+                    assert_eq!(status, 200, "approving {session}: {approved}");
+                    let (status, read) = call(
+                        &client,
+                        &format!("{base}/v1/oauth/requests/status"),
+                        &args,
+                        &serde_json::json!({"sessionId": session}),
+                    )
+                    .await;
+                    assert_eq!(status, 200, "reading {session}: {read}");
+                    let code = read["data"]["code"].as_str().expect("an approved code");
+                    codes.push(code.to_owned());
+                }
+            })
+        })
+        .collect();
+    let mut codes = Vec::with_capacity(wanted as usize);
+    for task in tasks {
+        codes.extend(task.await.unwrap());
+    }
+    let probe = codes.pop().expect("at least one code");
+    let (status, token) = call(
+        &reqwest::Client::new(),
+        &format!("{base}/v1/oauth/token"),
+        args,
+        &serde_json::from_slice(&exchange_body(&probe)).unwrap(),
+    )
+    .await;
+    assert!(
+        status == 200 && token["access_token"].as_str().is_some(),
+        "the probe exchange was not a 200 with an access token: {status} {token}"
+    );
+    println!(
+        "prepared {} codes in {:.1} s; probe exchange: 200, access token {} bytes",
+        codes.len(),
+        started.elapsed().as_secs_f64(),
+        token["access_token"].as_str().unwrap_or_default().len()
+    );
+    codes
 }
 
 fn percentile(sorted: &[u32], p: f64) -> f64 {
@@ -328,6 +529,24 @@ fn report(args: &Args, total: &Tally, elapsed: f64, webhooks: u64) {
             webhooks as f64 / elapsed
         );
     }
+}
+
+/// Waits until no webhook has arrived for `quiet`.
+async fn wait_until_quiet(received: &AtomicU64, quiet: Duration) {
+    let started = Instant::now();
+    let mut last = received.load(Ordering::Relaxed);
+    loop {
+        tokio::time::sleep(quiet).await;
+        let now = received.load(Ordering::Relaxed);
+        if now == last {
+            break;
+        }
+        last = now;
+    }
+    println!(
+        "webhook backlog drained: {last} received, waited {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
 }
 
 /// Accepts webhook deliveries: reads each HTTP/1.1 request, answers 204, counts it.
