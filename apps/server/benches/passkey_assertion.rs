@@ -1,12 +1,13 @@
 //! `authenticate/complete` (issue 5): a real passkey assertion verified against its challenge,
 //! then the state change it buys, through the real wiring (`AppContext` on a SQLite file,
-//! `idconsent-webauthn` (ring for assertions), the diesel store). A software passkey signs in the untimed setup of every
-//! iteration; only `EndUserService::authenticate_complete` is timed.
+//! `idconsent-webauthn` with ring for assertions, the diesel store). A software passkey signs in
+//! the untimed setup of every iteration; only `EndUserService::authenticate_complete` is timed.
 //!
 //! `taskset -c 0 cargo bench -p idconsent-server --bench passkey_assertion`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,14 +21,11 @@ use idconsent_enduser::ports::{ChallengeRepository, DeviceRepository, PasskeyCer
 use idconsent_enduser::{Challenge, EnrollRequest};
 use idconsent_kernel::id::{ChallengeId, TypedId};
 use idconsent_kernel::{Environment, PhoneNumber};
-use idconsent_merchant::{ApplicationInput, RegisterRequest};
 use idconsent_passkey_soft::SoftPasskey;
-use idconsent_server::Config;
 use idconsent_server::context::AppContext;
-use idconsent_store_diesel::{Db, DieselEndUserStore, DieselSessionStore};
+use idconsent_store_diesel::{DieselEndUserStore, DieselSessionStore};
 use idconsent_webauthn::WebauthnCeremony;
 use idconsent_webhook::{EventType, Outbox};
-use secrecy::ExposeSecret;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -62,16 +60,12 @@ struct Bench {
 
 impl Bench {
     fn new() -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-        let config = Config::for_tests(PathBuf::from(dir.path()), url);
-        let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
-        db.migrate().unwrap();
-        let context = AppContext::build(config, db.clone()).unwrap();
+        let common::Wired {
+            runtime,
+            context,
+            db,
+            dir,
+        } = common::wired();
         let creator = ConsentService::new(
             Arc::new(DieselSessionStore::new(db.clone())),
             Arc::new(Anyone),
@@ -194,39 +188,8 @@ async fn enroll(context: &AppContext, passkey: &mut SoftPasskey) {
 
 /// A merchant with one application, as the consent's requester (sandbox).
 async fn merchant_application(context: &AppContext) -> Requester {
-    let registered = context
-        .merchants
-        .register(RegisterRequest {
-            business_name: "Bench Shop".into(),
-            contact_name: "Bench".into(),
-            email: "bench@shop.example".into(),
-            password: "correct horse battery staple".into(),
-            entity_type: "llc".into(),
-            registration_number: "HRB-1".into(),
-            date_registered: "2019-03-04".into(),
-            industry: "retail".into(),
-            phone: "+15551234567".into(),
-        })
-        .await
-        .unwrap();
-    let actor = context
-        .merchants
-        .authenticate(&registered.session.token)
-        .await
-        .unwrap();
-    let created = context
-        .merchants
-        .create_application(
-            &actor,
-            ApplicationInput {
-                name: Some("Bench".into()),
-                callback_url: Some("https://merchant.example/hooks".into()),
-                redirect_uris: None,
-                request_types: None,
-            },
-        )
-        .await
-        .unwrap();
+    let created =
+        common::merchant_application(context, "https://merchant.example/hooks", None).await;
     let application = created.view.application;
     Requester {
         application_id: application.id.clone(),

@@ -5,16 +5,12 @@
 //! `cargo bench -p idconsent-server --bench signed_request`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use idconsent_merchant::access::SignedHeaders;
-use idconsent_merchant::{ApplicationInput, RegisterRequest};
-use idconsent_server::Config;
-use idconsent_server::context::AppContext;
-use idconsent_store_diesel::Db;
-use secrecy::ExposeSecret;
 
 const BODY: &[u8] = br#"{"clientId":"cli_01JDKX9Q6N8V3T5R7W2Y4Z6B8C","recipient":"+15551234567","intent":"LOGIN","callbackUrl":"https://merchant.example/hooks/consent","transaction":{"type":"login","description":"Sign in to Example Shop","amount":0,"currency":"USD","payee":"Example Shop"}}"#;
 
@@ -26,56 +22,21 @@ fn now_millis() -> i64 {
 }
 
 fn signed_request(c: &mut Criterion) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let config = Config::for_tests(PathBuf::from(dir.path()), url.clone());
-    let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
-    db.migrate().unwrap();
-    let context = AppContext::build(config, db).unwrap();
-
-    let (api_key, secret) = runtime.block_on(async {
-        let registered = context
-            .merchants
-            .register(RegisterRequest {
-                business_name: "Bench Shop".into(),
-                contact_name: "Bench".into(),
-                email: "bench@shop.example".into(),
-                password: "correct horse battery staple".into(),
-                entity_type: "llc".into(),
-                registration_number: "HRB-1".into(),
-                date_registered: "2019-03-04".into(),
-                industry: "retail".into(),
-                phone: "+15551234567".into(),
-            })
-            .await
-            .unwrap();
-        let actor = context
-            .merchants
-            .authenticate(&registered.session.token)
-            .await
-            .unwrap();
-        let created = context
-            .merchants
-            .create_application(
-                &actor,
-                ApplicationInput {
-                    name: Some("Bench".into()),
-                    callback_url: Some("https://merchant.example/hooks".into()),
-                    redirect_uris: None,
-                    request_types: None,
-                },
-            )
-            .await
-            .unwrap();
-        (
-            created.view.sandbox_api_key.as_str().to_owned(),
-            created.secret,
-        )
-    });
+    let common::Wired {
+        runtime,
+        context,
+        dir: _dir,
+        ..
+    } = common::wired();
+    let created = runtime.block_on(common::merchant_application(
+        &context,
+        "https://merchant.example/hooks",
+        None,
+    ));
+    let (api_key, secret) = (
+        created.view.sandbox_api_key.as_str().to_owned(),
+        created.secret,
+    );
 
     let mut group = c.benchmark_group("signed_request");
     group.measurement_time(Duration::from_secs(8));

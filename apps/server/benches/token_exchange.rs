@@ -9,19 +9,17 @@
 //! `taskset -c 0 cargo bench -p idconsent-server --bench token_exchange`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use idconsent_consent::Decision;
+use idconsent_merchant::Caller;
 use idconsent_merchant::access::SignedHeaders;
-use idconsent_merchant::{ApplicationInput, Caller, RegisterRequest};
 use idconsent_oauth::CreateAccessRequest;
-use idconsent_server::Config;
 use idconsent_server::context::AppContext;
 use idconsent_server::http::consents::requester;
-use idconsent_store_diesel::Db;
-use secrecy::ExposeSecret;
 
 const REDIRECT: &str = "https://shop.example/oauth/callback";
 /// RFC 7636 appendix B.
@@ -47,56 +45,22 @@ struct Bench {
 
 impl Bench {
     fn new() -> Self {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-        let config = Config::for_tests(PathBuf::from(dir.path()), url);
-        let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
-        db.migrate().unwrap();
-        let context = AppContext::build(config, db).unwrap();
-        let (api_key, secret) = runtime.block_on(async {
-            let registered = context
-                .merchants
-                .register(RegisterRequest {
-                    business_name: "Bench Shop".into(),
-                    contact_name: "Bench".into(),
-                    email: "bench@shop.example".into(),
-                    password: "correct horse battery staple".into(),
-                    entity_type: "llc".into(),
-                    registration_number: "HRB-1".into(),
-                    date_registered: "2019-03-04".into(),
-                    industry: "retail".into(),
-                    phone: "+15551234567".into(),
-                })
-                .await
-                .unwrap();
-            let actor = context
-                .merchants
-                .authenticate(&registered.session.token)
-                .await
-                .unwrap();
-            let created = context
-                .merchants
-                .create_application(
-                    &actor,
-                    ApplicationInput {
-                        name: Some("Bench".into()),
-                        // Nobody listens: deliveries fail and retry later, off the timed path.
-                        callback_url: Some("http://127.0.0.1:9/hooks".into()),
-                        redirect_uris: Some(vec![REDIRECT.into()]),
-                        request_types: None,
-                    },
-                )
-                .await
-                .unwrap();
-            (
-                created.view.sandbox_api_key.as_str().to_owned(),
-                created.secret,
-            )
-        });
+        let common::Wired {
+            runtime,
+            context,
+            dir,
+            ..
+        } = common::wired();
+        // Nobody listens at the callback: deliveries fail and retry later, off the timed path.
+        let created = runtime.block_on(common::merchant_application(
+            &context,
+            "http://127.0.0.1:9/hooks",
+            Some(vec![REDIRECT.into()]),
+        ));
+        let (api_key, secret) = (
+            created.view.sandbox_api_key.as_str().to_owned(),
+            created.secret,
+        );
         let caller = runtime.block_on(Self::identify_with(&context, &api_key, &secret));
         Self {
             runtime,

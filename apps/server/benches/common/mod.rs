@@ -1,0 +1,80 @@
+//! Setup shared by the server's benches: the real wiring on a SQLite file in a temporary
+//! directory, and a registered merchant with one application.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::PathBuf;
+
+use idconsent_merchant::{ApplicationInput, CreatedApplication, RegisterRequest};
+use idconsent_server::Config;
+use idconsent_server::context::AppContext;
+use idconsent_store_diesel::Db;
+use secrecy::ExposeSecret;
+
+/// `AppContext::build` on a migrated SQLite file, with a multi-threaded runtime to drive it.
+pub struct Wired {
+    pub runtime: tokio::runtime::Runtime,
+    pub context: AppContext,
+    pub db: Db,
+    /// Kept so the database outlives the bench.
+    pub dir: tempfile::TempDir,
+}
+
+pub fn wired() -> Wired {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}", dir.path().join("bench.db").display());
+    let config = Config::for_tests(PathBuf::from(dir.path()), url);
+    let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
+    db.migrate().unwrap();
+    let context = AppContext::build(config, db.clone()).unwrap();
+    Wired {
+        runtime,
+        context,
+        db,
+        dir,
+    }
+}
+
+/// Registers "Bench Shop" and creates one application calling `callback_url`.
+pub async fn merchant_application(
+    context: &AppContext,
+    callback_url: &str,
+    redirect_uris: Option<Vec<String>>,
+) -> CreatedApplication {
+    let registered = context
+        .merchants
+        .register(RegisterRequest {
+            business_name: "Bench Shop".into(),
+            contact_name: "Bench".into(),
+            email: "bench@shop.example".into(),
+            password: "correct horse battery staple".into(),
+            entity_type: "llc".into(),
+            registration_number: "HRB-1".into(),
+            date_registered: "2019-03-04".into(),
+            industry: "retail".into(),
+            phone: "+15551234567".into(),
+        })
+        .await
+        .unwrap();
+    let actor = context
+        .merchants
+        .authenticate(&registered.session.token)
+        .await
+        .unwrap();
+    context
+        .merchants
+        .create_application(
+            &actor,
+            ApplicationInput {
+                name: Some("Bench".into()),
+                callback_url: Some(callback_url.into()),
+                redirect_uris,
+                request_types: None,
+            },
+        )
+        .await
+        .unwrap()
+}
