@@ -17,6 +17,7 @@
 #        MEASURE_FLAG=/tmp/idc-measuring (created while measuring; empty to skip)
 #        CODES=… (oauth-exchange: codes per run; default enough for 10,000/s)
 #        RATE=… (open loop at this many requests/s; default closed loop)
+#        SERVER_LOG=… (keep the server's log there; IDC_LOG picks what it holds)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -56,7 +57,7 @@ trap cleanup EXIT
 B=http://127.0.0.1:$PORT
 echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
 IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=sqlite://$DATA/idconsent.db IDC_BIND=127.0.0.1:$PORT \
-  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$TARGET/release/idconsent" serve 2>"$DATA/server.log" &
+  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$TARGET/release/idconsent" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
   curl -sf "$B/readyz" >/dev/null 2>&1 && break

@@ -183,7 +183,13 @@ impl ApiAccess {
         }
         // Remember the signature until its timestamp can no longer pass the window check.
         let forget_after = Timestamp::from_millis(identified.timestamp_millis).plus(self.window);
-        let fingerprint = identified.signature.to_ascii_lowercase();
+        // The signed timestamp first (zero-padded, so text order is time order): stores keep
+        // new fingerprints together instead of scattering them by the signature's randomness.
+        let fingerprint = format!(
+            "{:015}:{}",
+            identified.timestamp_millis,
+            identified.signature.to_ascii_lowercase()
+        );
         if !self.replay.first_use(&fingerprint, forget_after).await? {
             return Err(Denied::Replayed.into());
         }

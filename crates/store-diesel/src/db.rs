@@ -9,6 +9,8 @@ use diesel::{Connection, PgConnection, SqliteConnection};
 
 use crate::error::{DbError, OpenError};
 
+mod checkpoint;
+
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
@@ -302,8 +304,10 @@ where
 impl Writer {
     /// Writes committed together at most.
     const MAX_GROUP: usize = 64;
+    /// A group taking longer than this is logged (at debug): every writer waited for it.
+    const SLOW_GROUP: Duration = Duration::from_millis(10);
 
-    fn start(pool: SqlitePool) -> std::io::Result<Self> {
+    fn start(pool: SqlitePool, checkpoints: Arc<checkpoint::Checkpoints>) -> std::io::Result<Self> {
         let (queue, waiting) = std::sync::mpsc::channel::<Box<dyn PendingWrite>>();
         std::thread::Builder::new()
             .name("idc-sqlite-writer".into())
@@ -317,7 +321,18 @@ impl Writer {
                     // `BEGIN … COMMIT`. Yielding costs nothing when nobody else is runnable.
                     std::thread::yield_now();
                     group.extend(waiting.try_iter().take(Self::MAX_GROUP - 1));
+                    let writes = group.len();
+                    let started = std::time::Instant::now();
                     run_group(&pool, group);
+                    checkpoints.committed(writes);
+                    if started.elapsed() >= Self::SLOW_GROUP {
+                        tracing::debug!(
+                            writes,
+                            elapsed_ms = started.elapsed().as_secs_f64() * 1e3,
+                            "slow SQLite write group"
+                        );
+                    }
+                    checkpoints.catch_up_if_asked(&pool);
                 }
             })?;
         Ok(Self { queue })
@@ -513,9 +528,6 @@ fn redact_url(url: &str) -> String {
     }
 }
 
-/// How much of the database file SQLite maps into memory (address space, not RAM).
-const SQLITE_MMAP_BYTES: u64 = 1 << 30;
-
 #[derive(Debug)]
 struct SqliteSetup {
     busy_timeout_ms: u128,
@@ -526,14 +538,15 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqliteSetup 
     fn on_acquire(&self, conn: &mut SqliteConnection) -> Result<(), diesel::r2d2::Error> {
         // WAL lets readers proceed while the writer writes; NORMAL sync is durable across
         // application crashes (a power loss may drop the last transactions, never corrupt).
-        // mmap: a connection drops its page cache whenever another one has written since its
-        // last transaction, so under load every read starts cold; with the file mapped, those
-        // pages are read in place instead of copied in by a syscall each (docs/performance.md).
+        // Checkpoints run on a thread of their own, not in the writer's commits (see
+        // `checkpoint`). No mmap: the file grows with every checkpoint, and each
+        // growth made every read connection unmap and fault its pages in again, which cost
+        // more than the copies it saves (docs/performance.md).
         let mut pragmas = format!(
             "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
              PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000; \
-             PRAGMA mmap_size = {SQLITE_MMAP_BYTES};",
-            self.busy_timeout_ms
+             PRAGMA wal_autocheckpoint = 0;",
+            self.busy_timeout_ms,
         );
         if self.read_only {
             pragmas.push_str(" PRAGMA query_only = ON;");
@@ -570,17 +583,20 @@ fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
     }
     let busy_timeout_ms = options.busy_timeout.as_millis();
     // The writer first: it creates the file and switches it to WAL before readers open it.
-    let write = Pool::builder()
-        // A broken connection fails its query, which is reported like any database error;
-        // testing every checkout would double the round trips of every request.
-        .test_on_check_out(false)
-        .max_size(1)
-        .connection_timeout(options.acquire_timeout)
-        .connection_customizer(Box::new(SqliteSetup {
-            busy_timeout_ms,
-            read_only: false,
-        }))
-        .build(ConnectionManager::<SqliteConnection>::new(path))?;
+    let write_connection = || {
+        Pool::builder()
+            // A broken connection fails its query, which is reported like any database error;
+            // testing every checkout would double the round trips of every request.
+            .test_on_check_out(false)
+            .max_size(1)
+            .connection_timeout(options.acquire_timeout)
+            .connection_customizer(Box::new(SqliteSetup {
+                busy_timeout_ms,
+                read_only: false,
+            }))
+            .build(ConnectionManager::<SqliteConnection>::new(path))
+    };
+    let write = write_connection()?;
     let read = Pool::builder()
         // A broken connection fails its query, which is reported like any database error;
         // testing every checkout would double the round trips of every request.
@@ -593,10 +609,14 @@ fn open_sqlite(path: &str, options: &DbOptions) -> Result<Pools, OpenError> {
             read_only: true,
         }))
         .build(ConnectionManager::<SqliteConnection>::new(path))?;
-    let writer = Writer::start(write.clone()).map_err(|error| {
-        tracing::error!(%error, "cannot start the SQLite writer thread");
+    // Checkpoints run on a read-write connection of their own, beside the writer's.
+    let checkpoints = write_connection()?;
+    let thread_failed = |error: std::io::Error| {
+        tracing::error!(%error, "cannot start a SQLite background thread");
         OpenError::Db(DbError::Task)
-    })?;
+    };
+    let checkpoints = checkpoint::start(checkpoints).map_err(thread_failed)?;
+    let writer = Writer::start(write.clone(), checkpoints).map_err(thread_failed)?;
     Ok(Pools::Sqlite {
         read,
         write,

@@ -97,4 +97,16 @@ impl Db {
             ))
         })
     }
+
+    /// Reverts the newest applied migration (tests of a migration's data conversion).
+    pub fn revert_last_migration(&self) -> Result<String, OpenError> {
+        self.with_write_connection_blocking(|conn| {
+            let reverted = match conn {
+                AnyConnection::Sqlite(c) => c.revert_last_migration(SQLITE),
+                AnyConnection::Postgres(c) => c.revert_last_migration(POSTGRES),
+            }
+            .map_err(|e| OpenError::Migrate(e.to_string()))?;
+            Ok(with_names(self.backend(), vec![reverted.to_string()]).remove(0))
+        })
+    }
 }

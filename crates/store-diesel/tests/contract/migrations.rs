@@ -78,6 +78,56 @@ async fn migrations_run_up_down_and_up_again(database: TestDatabase) {
     assert!(database.db.migrate().unwrap().is_empty());
 }
 
+/// Migration 000009 rewrites remembered signatures to "<signed at>:<signature>": a request
+/// accepted before the upgrade is still a replay after it.
+async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase) {
+    use idconsent_kernel::Timestamp;
+    use idconsent_merchant::ports::ReplayGuard;
+    use idconsent_store_diesel::DieselMerchantStore;
+
+    let reverted = database.db.revert_last_migration().unwrap();
+    assert!(reverted.contains("time_ordered_fingerprints"), "{reverted}");
+    let signed_at: i64 = 1_790_000_000_123;
+    let expires_at = signed_at + 300_000;
+    database
+        .db
+        .write(move |conn| {
+            let insert = diesel::sql_query(format!(
+                "INSERT INTO request_fingerprints (fingerprint, expires_at) VALUES ('abc123', {expires_at})"
+            ));
+            match conn {
+                AnyConnection::Sqlite(c) => insert.execute(c)?,
+                AnyConnection::Postgres(c) => insert.execute(c)?,
+            };
+            Ok(())
+        })
+        .await
+        .unwrap();
+    database.db.migrate().unwrap();
+    let guard = DieselMerchantStore::new(database.db.clone());
+    let expires = Timestamp::from_millis(expires_at);
+    let upgraded = format!("{signed_at:015}:abc123");
+    assert!(!guard.first_use(&upgraded, expires).await.unwrap());
+    assert!(
+        guard
+            .first_use(&format!("{signed_at:015}:def456"), expires)
+            .await
+            .unwrap()
+    );
+}
+
+#[tokio::test]
+async fn sqlite_signatures_accepted_before_the_upgrade_stay_used() {
+    signatures_accepted_before_the_upgrade_stay_used(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_signatures_accepted_before_the_upgrade_stay_used() {
+    if let Some(database) = TestDatabase::postgres() {
+        signatures_accepted_before_the_upgrade_stay_used(database).await;
+    }
+}
+
 #[tokio::test]
 async fn sqlite_schema_matches_migrations() {
     schema_matches_migrations(TestDatabase::sqlite()).await;
