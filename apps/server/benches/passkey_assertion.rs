@@ -83,7 +83,7 @@ impl Bench {
         );
         let mut passkey = SoftPasskey::new().unwrap();
         let requester = runtime.block_on(async {
-            enroll(&context, &mut passkey).await;
+            enroll(&context, &mut passkey, PHONE).await;
             merchant_application(&context).await
         });
         Self {
@@ -109,12 +109,16 @@ impl Bench {
 
     /// A pending sandbox consent session for the enrolled phone.
     fn new_session(&self) -> idconsent_consent::Session {
-        self.runtime
-            .block_on(self.creator.create(
+        self.runtime.block_on(self.session_for(PHONE))
+    }
+
+    async fn session_for(&self, phone: &str) -> idconsent_consent::Session {
+        self.creator
+            .create(
                 &self.requester,
                 CreateRequest {
                     client_id: self.requester.client_id.to_string(),
-                    recipient: PHONE.into(),
+                    recipient: phone.into(),
                     intent: "LOGIN".into(),
                     callback_url: CALLBACK.into(),
                     transaction: TransactionInput {
@@ -125,7 +129,8 @@ impl Bench {
                         payee: "Bench Shop".into(),
                     },
                 },
-            ))
+            )
+            .await
             .unwrap()
     }
 
@@ -142,12 +147,12 @@ impl Bench {
 }
 
 /// Enrollment as the app does it (CONTRACT §3): SMS code, passkey registration, verification.
-async fn enroll(context: &AppContext, passkey: &mut SoftPasskey) {
+async fn enroll(context: &AppContext, passkey: &mut SoftPasskey, phone: &str) {
     let endusers = &context.endusers;
     let enrollment = endusers
         .enroll(
             EnrollRequest {
-                phone: PHONE.into(),
+                phone: phone.into(),
                 name: Some("Bench User".into()),
                 device_name: Some("Bench phone".into()),
                 platform: Some("android".into()),
@@ -157,7 +162,7 @@ async fn enroll(context: &AppContext, passkey: &mut SoftPasskey) {
         )
         .await
         .unwrap();
-    let messages = context.messages.list_for(PHONE, 10).await.unwrap();
+    let messages = context.messages.list_for(phone, 10).await.unwrap();
     let code = messages
         .last()
         .and_then(|message| message.code.clone())
@@ -172,7 +177,7 @@ async fn enroll(context: &AppContext, passkey: &mut SoftPasskey) {
         .await
         .unwrap();
     let begun = endusers
-        .authenticate_begin(PHONE, "enrollment", Some(enrollment.id.to_string()))
+        .authenticate_begin(phone, "enrollment", Some(enrollment.id.to_string()))
         .await
         .unwrap();
     let credential = passkey.authenticate(ORIGIN, &begun.options).unwrap();
@@ -234,11 +239,80 @@ fn authenticate_complete(c: &mut Criterion) {
     });
     group.finish();
 
+    concurrent_approvals(c, &mut cell.borrow_mut());
+
     if std::env::var_os("IDC_STEPS").is_some() {
         steps(&mut cell.borrow_mut(), 2000);
     }
     // Last: its store benches move the device's counter far ahead of the soft passkey's.
     parts(c, &mut cell.borrow_mut());
+}
+
+/// Users approving at the same time, as a server sees them under load: one approval per user
+/// (a device's counter must rise, so one device's assertions are verified one after another).
+const CONCURRENT_USERS: usize = 32;
+
+/// `authenticate/complete` of [`CONCURRENT_USERS`] consent approvals at once, each by another
+/// user with a passkey of their own; criterion reports approvals per second. Under
+/// `taskset -c 0` everything (the service, the SQLite writer thread) shares one core, and the
+/// writer commits the approvals that arrive together as one group, as it does in the server.
+fn concurrent_approvals(c: &mut Criterion, bench: &mut Bench) {
+    let users: Vec<(String, SoftPasskey)> = (0..CONCURRENT_USERS)
+        .map(|n| {
+            let phone = format!("+1555800{n:04}");
+            let mut passkey = SoftPasskey::new().unwrap();
+            bench
+                .runtime
+                .block_on(enroll(&bench.context, &mut passkey, &phone));
+            (phone, passkey)
+        })
+        .collect();
+    let mut users = users;
+    let mut group = c.benchmark_group("authenticate_complete_concurrent");
+    group.throughput(criterion::Throughput::Elements(CONCURRENT_USERS as u64));
+    group.measurement_time(Duration::from_secs(10));
+    group.bench_function(format!("consent_approve_{CONCURRENT_USERS}_users"), |b| {
+        b.iter_custom(|rounds| {
+            let mut total = Duration::ZERO;
+            for _ in 0..rounds {
+                // Untimed: a pending session and a signed assertion per user.
+                let signed: Vec<(String, Value)> = users
+                    .iter_mut()
+                    .map(|(phone, passkey)| {
+                        let begun = bench.runtime.block_on(async {
+                            let session = bench.session_for(phone).await;
+                            bench
+                                .context
+                                .endusers
+                                .authenticate_begin(phone, "consent", Some(session.id.to_string()))
+                                .await
+                                .unwrap()
+                        });
+                        let credential = passkey.authenticate(ORIGIN, &begun.options).unwrap();
+                        (begun.challenge_id.to_string(), credential)
+                    })
+                    .collect();
+                let started = std::time::Instant::now();
+                let statuses =
+                    bench
+                        .runtime
+                        .block_on(futures_util::future::join_all(signed.iter().map(
+                            |(challenge, credential)| {
+                                bench
+                                    .context
+                                    .endusers
+                                    .authenticate_complete(challenge, credential, true)
+                            },
+                        )));
+                total += started.elapsed();
+                for status in statuses {
+                    assert_eq!(status.unwrap().status, "approved");
+                }
+            }
+            total
+        });
+    });
+    group.finish();
 }
 
 /// Per-step times of the store calls and the verification `authenticate/complete` makes, each
