@@ -336,21 +336,9 @@ async fn a_backlog_survives_sigkill_and_is_delivered_after_restart() {
 
     receiver.answer(200);
     let (mut second, second_address, _logs) = start();
-    for session in &sessions {
-        receiver
-            .wait_for(|received| {
-                received
-                    .iter()
-                    .any(|r| {
-                        r.event_type() == "consent.created"
-                            && r.json()["data"]["sessionId"] == session.as_str()
-                    })
-                    .then_some(())
-            })
-            .await;
-    }
-    // Every delivery ends succeeded, none lost. An attempt in flight at the kill keeps its lease
-    // (six webhook timeouts, 30 s) before the restarted worker may take it again.
+    // Every delivery ends succeeded, none lost. An attempt leased but not recorded at the kill
+    // keeps its lease (six webhook timeouts, 30 s) before the restarted worker may take it again,
+    // so this wait is longer than the receiver's usual one.
     let deadline = std::time::Instant::now() + Duration::from_secs(45);
     loop {
         let listed: serde_json::Value = signed(
@@ -369,6 +357,14 @@ async fn a_backlog_survives_sigkill_and_is_delivered_after_restart() {
         }
         assert!(std::time::Instant::now() < deadline, "{listed}");
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let received = receiver.received();
+    for session in &sessions {
+        assert!(
+            received.iter().any(|r| r.event_type() == "consent.created"
+                && r.json()["data"]["sessionId"] == session.as_str()),
+            "consent.created of {session} never reached the receiver"
+        );
     }
     let _ = Command::new("kill")
         .args(["-TERM", &second.id().to_string()])
