@@ -1,5 +1,6 @@
 //! The [`OAuthRepository`] contract. Adapters run it through `oauth_repository_contract!(make)`,
-//! `make` being an `async fn() -> Option<(Arc<dyn OAuthRepository>, G)>`.
+//! `make` being an `async fn() -> Option<(Arc<dyn OAuthRepository>, Arc<dyn SessionRepository>, G)>`:
+//! the session store over the same storage, for the grant's view of its session.
 
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -7,13 +8,15 @@
 use std::sync::Arc;
 
 use futures_util::future::join_all;
+use idconsent_consent::{FloodLimits, Session, SessionRepository, SessionStatus, Transaction};
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
+use idconsent_kernel::{Clock, Currency, Intent, Money, PhoneNumber};
 use idconsent_kernel::{
     Environment, IdGenerator, OsRandom, RandomSource, Sealed, SystemClock, Timestamp, UlidGenerator,
 };
 use serde_json::json;
 
-use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken};
+use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken, SessionState};
 use crate::pkce::ChallengeMethod;
 use crate::ports::{Exchange, OAuthRepository, StoreError};
 
@@ -28,12 +31,17 @@ macro_rules! oauth_repository_contract {
             a_failed_attempt_consumes_the_code,
             only_the_owner_revokes_a_token,
         );
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+        async fn a_grant_is_read_with_its_session() {
+            let Some((store, sessions, _guard)) = $make().await else { return };
+            $crate::contract::a_grant_is_read_with_its_session(store, sessions).await;
+        }
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                let Some((store, _guard)) = $make().await else { return };
+                let Some((store, _sessions, _guard)) = $make().await else { return };
                 $crate::contract::$case(store).await;
             }
         )*
@@ -130,10 +138,13 @@ pub async fn a_grant_is_found_by_session_and_by_code(store: Arc<dyn OAuthReposit
         store.grant_of_session(&grant.session_id).await.unwrap(),
         Some(grant.clone())
     );
-    assert_eq!(
-        store.grant_by_code(&grant.code_hash).await.unwrap(),
-        Some(grant.clone())
-    );
+    let by_code = store
+        .grant_by_code(&grant.code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(by_code.grant, grant);
+    assert_eq!(by_code.session, None, "no such session was ever stored");
     let second = Grant {
         code_hash: random().hex(32),
         ..grant.clone()
@@ -142,6 +153,63 @@ pub async fn a_grant_is_found_by_session_and_by_code(store: Arc<dyn OAuthReposit
         store.insert_grant(&second).await,
         Err(StoreError::Duplicate)
     ));
+}
+
+pub async fn a_grant_is_read_with_its_session(
+    store: Arc<dyn OAuthRepository>,
+    sessions: Arc<dyn SessionRepository>,
+) {
+    let application: ApplicationId = ids().next();
+    let recipient = PhoneNumber::parse("+15551234567").unwrap();
+    let created = SystemClock.now();
+    let session = Session {
+        id: ids().next(),
+        application_id: application.clone(),
+        client_id: ids().next(),
+        environment: Environment::Live,
+        recipient,
+        intent: Intent::Oauth,
+        transaction: Transaction {
+            kind: "oauth".into(),
+            description: "Share your verified phone".into(),
+            amount: Money::from_minor(0, Currency::parse("USD").unwrap()).unwrap(),
+            payee: "Example Shop".into(),
+        },
+        callback_url: "https://shop.example/hooks".into(),
+        status: SessionStatus::Pending,
+        created_at: created,
+        expires_at: created.plus(std::time::Duration::from_secs(300)),
+        decided_at: None,
+    };
+    sessions
+        .create(&session, &[], &FloodLimits::default(), created)
+        .await
+        .unwrap();
+    let grant = grant(&session.id, &application);
+    store.insert_grant(&grant).await.unwrap();
+    let state = |status| {
+        Some(SessionState {
+            status,
+            environment: Environment::Live,
+        })
+    };
+    let read = store
+        .grant_by_code(&grant.code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.grant, grant);
+    assert_eq!(read.session, state(SessionStatus::Pending));
+    sessions
+        .decide(&session.id, SessionStatus::Approved, created, &[])
+        .await
+        .unwrap();
+    let read = store
+        .grant_by_code(&grant.code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.session, state(SessionStatus::Approved));
 }
 
 pub async fn of_concurrent_exchanges_exactly_one_consumes(store: Arc<dyn OAuthRepository>) {
@@ -168,7 +236,8 @@ pub async fn of_concurrent_exchanges_exactly_one_consumes(store: Arc<dyn OAuthRe
         .grant_by_code(&grant.code_hash)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .grant;
     assert_eq!(stored.consumed_at, Some(at(100)));
     assert_eq!(stored.token_id.as_ref(), Some(winners[0]));
     // The losers' attempts were reuse: the winner's token is revoked.
@@ -216,7 +285,8 @@ pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>)
         .grant_by_code(&grant.code_hash)
         .await
         .unwrap()
-        .unwrap();
+        .unwrap()
+        .grant;
     assert_eq!(stored.consumed_at, Some(at(50)));
     assert_eq!(stored.token_id, None);
     let late = token(&application);

@@ -10,7 +10,10 @@ mod service;
 pub mod contract;
 
 pub use error::OAuthError;
-pub use model::{AccessRequest, ClaimKey, Grant, IssuedToken, VerifiedValue, claims_object};
+pub use model::{
+    AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, SessionState, VerifiedValue,
+    claims_object,
+};
 pub use pkce::ChallengeMethod;
 pub use service::{
     CreateAccessRequest, OAuthPorts, OAuthService, OAuthSettings, RequestStatus, TokenGrant,

@@ -1,5 +1,6 @@
 //! Access requests, grants (authorization codes) and issued tokens.
 
+use idconsent_consent::SessionStatus;
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
 use idconsent_kernel::{Environment, Sealed, Timestamp};
 use serde_json::{Map, Value, json};
@@ -125,6 +126,22 @@ pub struct Grant {
     pub consumed_at: Option<Timestamp>,
     /// The token issued from this code, once exchanged.
     pub token_id: Option<String>,
+}
+
+/// A grant as the token exchange reads it: with its consent session's status and environment,
+/// read in the same statement (the code is only redeemable while the session reads approved,
+/// and only in the session's environment).
+#[derive(Debug, Clone, PartialEq)]
+pub struct GrantWithSession {
+    pub grant: Grant,
+    /// `None` when the session no longer exists.
+    pub session: Option<SessionState>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SessionState {
+    pub status: SessionStatus,
+    pub environment: Environment,
 }
 
 /// An access token as issued, for introspection, userinfo and revocation.

@@ -46,7 +46,7 @@ use async_trait::async_trait;
 use idconsent_kernel::PhoneNumber;
 use idconsent_kernel::id::{ApplicationId, SessionId};
 
-use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken, VerifiedValue};
+use crate::model::{AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, VerifiedValue};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -71,6 +71,8 @@ pub enum Exchange {
 ///
 /// Contract:
 /// - `insert_request` / `insert_grant` are one per session (`Duplicate` otherwise).
+/// - `grant_by_code` returns the grant with its session's current status and environment, read
+///   together (`session: None` when there is no such session).
 /// - `exchange` is atomic: an unconsumed grant is marked consumed at `at` and `token`, when
 ///   given, stored and linked to it (`Consumed`); a consumed one has the token it produced
 ///   revoked at `at` (`Reused`). Of concurrent exchanges of one code exactly one is `Consumed`.
@@ -81,7 +83,7 @@ pub trait OAuthRepository: Send + Sync + fmt::Debug {
     async fn find_request(&self, session: &SessionId) -> Result<Option<AccessRequest>, StoreError>;
     async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
     async fn grant_of_session(&self, session: &SessionId) -> Result<Option<Grant>, StoreError>;
-    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<Grant>, StoreError>;
+    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<GrantWithSession>, StoreError>;
     async fn exchange(
         &self,
         code_hash: &str,

@@ -17,7 +17,7 @@ use idconsent_webhook::Outbox;
 use serde_json::{Map, Value, json};
 
 use crate::error::{INVALID_GRANT, OAuthError};
-use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken, claims_object};
+use crate::model::{AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, claims_object};
 use crate::pkce::{self, ChallengeMethod};
 use crate::ports::{
     AccessTokenClaims, ClaimSource, Exchange, OAuthRepository, StoreError, TokenSigner,
@@ -424,24 +424,20 @@ impl OAuthService {
     ) -> Result<TokenGrant, OAuthError> {
         let invalid = || OAuthError::BadRequest(INVALID_GRANT);
         let code_hash = self.code_hash(code.trim());
-        let grant = self
+        let GrantWithSession { grant, session } = self
             .ports
             .store
             .grant_by_code(&code_hash)
             .await?
             // Another application's attempt changes nothing.
-            .filter(|grant| grant.application_id == requester.application_id)
+            .filter(|found| found.grant.application_id == requester.application_id)
             .ok_or_else(invalid)?;
         let now = self.now();
-        let session_approved = self
-            .ports
-            .consents
-            .load(grant.session_id.as_str())
-            .await
-            .is_ok_and(|session| {
-                session.status == SessionStatus::Approved
-                    && session.environment == requester.environment
-            });
+        // Approved is final: a session that reads approved stays so.
+        let session_approved = session.is_some_and(|session| {
+            session.status == SessionStatus::Approved
+                && session.environment == requester.environment
+        });
         let valid = grant.consumed_at.is_none()
             && now < grant.expires_at
             && session_approved

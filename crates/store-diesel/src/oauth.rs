@@ -3,15 +3,18 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
+use idconsent_consent::SessionStatus;
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{Environment, Sealed, Timestamp};
 use idconsent_oauth::ports::{Exchange, OAuthRepository, StoreError};
-use idconsent_oauth::{AccessRequest, ChallengeMethod, ClaimKey, Grant, IssuedToken};
+use idconsent_oauth::{
+    AccessRequest, ChallengeMethod, ClaimKey, Grant, GrantWithSession, IssuedToken, SessionState,
+};
 use serde_json::Value;
 
 use crate::db::Db;
 use crate::error::DbError;
-use crate::schema::{oauth_grants, oauth_requests, oauth_tokens};
+use crate::schema::{consent_sessions, oauth_grants, oauth_requests, oauth_tokens};
 
 #[derive(Debug, Clone)]
 pub struct DieselOAuthStore {
@@ -276,20 +279,46 @@ impl OAuthRepository for DieselOAuthStore {
         row.map(GrantRow::into_grant).transpose()
     }
 
-    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<Grant>, StoreError> {
+    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<GrantWithSession>, StoreError> {
         let hash = code_hash.to_owned();
+        // One statement for the grant and its session's state: the token exchange's only read.
         let row = self
             .db
             .read(move |conn| {
                 Ok(crate::with_conn!(conn, |c| oauth_grants::table
-                    .find(hash)
-                    .select(GrantRow::as_select())
-                    .get_result(c)
+                    .left_join(
+                        consent_sessions::table
+                            .on(consent_sessions::id.eq(oauth_grants::session_id))
+                    )
+                    .filter(oauth_grants::code_hash.eq(hash))
+                    .select((
+                        GrantRow::as_select(),
+                        consent_sessions::status.nullable(),
+                        consent_sessions::environment.nullable(),
+                    ))
+                    .get_result::<(GrantRow, Option<String>, Option<String>)>(c)
                     .optional())?)
             })
             .await
             .map_err(unavailable)?;
-        row.map(GrantRow::into_grant).transpose()
+        let Some((row, status, environment)) = row else {
+            return Ok(None);
+        };
+        let session = match (status, environment) {
+            (Some(status), Some(environment)) => {
+                let bad = |column: &str| corrupt("consent_sessions", column, &row.session_id);
+                Some(SessionState {
+                    status: SessionStatus::parse(&status).ok_or_else(|| bad("status"))?,
+                    environment: Environment::parse(&environment)
+                        .ok_or_else(|| bad("environment"))?,
+                })
+            }
+            _ => None,
+        };
+        Ok(Some(GrantWithSession {
+            grant: row.into_grant()?,
+            session,
+        }))
     }
 
     async fn exchange(

@@ -339,3 +339,6 @@ diesel::table! {
         revoked_at -> Nullable<BigInt>,
     }
 }
+
+// The token exchange reads a grant with its session's state in one statement.
+diesel::allow_tables_to_appear_in_same_query!(oauth_grants, consent_sessions);

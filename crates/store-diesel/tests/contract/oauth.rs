@@ -1,14 +1,20 @@
 use std::sync::Arc;
 
+use idconsent_consent::SessionRepository;
 use idconsent_oauth::ports::OAuthRepository;
-use idconsent_store_diesel::DieselOAuthStore;
 use idconsent_store_diesel::testing::TestDatabase;
+use idconsent_store_diesel::{DieselOAuthStore, DieselSessionStore};
 
-type Made = (Arc<dyn OAuthRepository>, TestDatabase);
+type Made = (
+    Arc<dyn OAuthRepository>,
+    Arc<dyn SessionRepository>,
+    TestDatabase,
+);
 
 fn store_on(database: TestDatabase) -> Made {
     (
         Arc::new(DieselOAuthStore::new(database.db.clone())),
+        Arc::new(DieselSessionStore::new(database.db.clone())),
         database,
     )
 }
