@@ -78,6 +78,96 @@ async fn migrations_run_up_down_and_up_again(database: TestDatabase) {
     assert!(database.db.migrate().unwrap().is_empty());
 }
 
+/// Reverts migrations, newest first, until the one named `name` has been reverted.
+fn revert_through(database: &TestDatabase, name: &str) {
+    for _ in migration_names(database.db.backend()) {
+        if database.db.revert_last_migration().unwrap().contains(name) {
+            return;
+        }
+    }
+    panic!("no migration named {name} was applied");
+}
+
+async fn execute(database: &TestDatabase, sql: &'static str) {
+    database
+        .db
+        .write(move |conn| {
+            match conn {
+                AnyConnection::Sqlite(c) => diesel::sql_query(sql).execute(c)?,
+                AnyConnection::Postgres(c) => diesel::sql_query(sql).execute(c)?,
+            };
+            Ok(())
+        })
+        .await
+        .unwrap();
+}
+
+/// Migration 000010 rebuilds grants and sessions as WITHOUT ROWID tables on SQLite: rows
+/// stored before it read the same after it.
+async fn grants_and_sessions_survive_their_rebuild(database: TestDatabase) {
+    use idconsent_consent::{SessionRepository, SessionStatus};
+    use idconsent_kernel::Environment;
+    use idconsent_kernel::id::{SessionId, TypedId};
+    use idconsent_oauth::SessionState;
+    use idconsent_oauth::ports::OAuthRepository;
+    use idconsent_store_diesel::{DieselOAuthStore, DieselSessionStore};
+
+    revert_through(&database, "clustered_grants_and_sessions");
+    execute(
+        &database,
+        "INSERT INTO consent_sessions (id, application_id, client_id, environment, recipient, \
+         intent, transaction_type, transaction_description, amount_minor, currency, payee, \
+         callback_url, status, created_at, expires_at, decided_at) VALUES ('ses_upgrade', \
+         'app_upgrade', 'cli_upgrade', 'live', '+15551234567', 'OAUTH', 'oauth', 'Share', 0, \
+         'USD', 'Shop', 'https://shop.example/hooks', 'approved', 1790000000000, \
+         1790000300000, 1790000001000)",
+    )
+    .await;
+    execute(
+        &database,
+        "INSERT INTO oauth_grants (code_hash, sealed_code, session_id, application_id, \
+         redirect_uri, code_challenge, code_challenge_method, subject, scopes, claims, state, \
+         approved_at, expires_at, consumed_at, token_id) VALUES ('hash_upgrade', 'sealed', \
+         'ses_upgrade', 'app_upgrade', 'https://shop.example/cb', 'challenge', 'S256', \
+         '+15551234567', '[\"openid\"]', '{}', 'xyz', 1790000001000, 1790000601000, NULL, NULL)",
+    )
+    .await;
+    database.db.migrate().unwrap();
+
+    let session = SessionId::from_trusted("ses_upgrade".to_owned());
+    let sessions = DieselSessionStore::new(database.db.clone());
+    let stored = sessions.find(&session).await.unwrap().unwrap();
+    assert_eq!(stored.status, SessionStatus::Approved);
+    assert_eq!(stored.recipient.as_str(), "+15551234567");
+    let grants = DieselOAuthStore::new(database.db.clone());
+    let read = grants.grant_by_code("hash_upgrade").await.unwrap().unwrap();
+    assert_eq!(read.grant.session_id, session);
+    assert_eq!(read.grant.scopes, vec!["openid".to_owned()]);
+    assert_eq!(
+        read.session,
+        Some(SessionState {
+            status: SessionStatus::Approved,
+            environment: Environment::Live,
+        })
+    );
+    assert_eq!(
+        grants.grant_of_session(&session).await.unwrap().unwrap(),
+        read.grant
+    );
+}
+
+#[tokio::test]
+async fn sqlite_grants_and_sessions_survive_their_rebuild() {
+    grants_and_sessions_survive_their_rebuild(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_grants_and_sessions_survive_their_rebuild() {
+    if let Some(database) = TestDatabase::postgres() {
+        grants_and_sessions_survive_their_rebuild(database).await;
+    }
+}
+
 /// Migration 000009 rewrites remembered signatures to "<signed at>:<signature>": a request
 /// accepted before the upgrade is still a replay after it.
 async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase) {
@@ -85,8 +175,7 @@ async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase
     use idconsent_merchant::ports::ReplayGuard;
     use idconsent_store_diesel::DieselMerchantStore;
 
-    let reverted = database.db.revert_last_migration().unwrap();
-    assert!(reverted.contains("time_ordered_fingerprints"), "{reverted}");
+    revert_through(&database, "time_ordered_fingerprints");
     let signed_at: i64 = 1_790_000_000_123;
     let expires_at = signed_at + 300_000;
     database
