@@ -25,19 +25,20 @@ pub const DEVICE_ID: HeaderName = HeaderName::from_static("x-device-id");
 
 pub fn routes(config: &mut ServiceConfig) {
     config
-        .service(enrollments::create)
-        .service(enrollments::get)
-        .service(enrollments::verify)
+        // Paths without parameters first (see `http::routes`).
+        .service(fido::authenticate_complete)
+        .service(fido::authenticate_begin)
         .service(fido::register_begin)
         .service(fido::register_complete)
-        .service(fido::authenticate_begin)
-        .service(fido::authenticate_complete)
+        .service(tokens::login)
+        .service(tokens::refresh)
+        .service(enrollments::create)
         .service(devices::list)
+        .service(enrollments::get)
+        .service(enrollments::verify)
         .service(devices::get)
         .service(devices::delete)
-        .service(devices::block)
-        .service(tokens::login)
-        .service(tokens::refresh);
+        .service(devices::block);
 }
 
 impl From<EndUserError> for ApiError {
