@@ -88,7 +88,8 @@ fn revert_through(database: &TestDatabase, name: &str) {
     panic!("no migration named {name} was applied");
 }
 
-async fn execute(database: &TestDatabase, sql: &'static str) {
+async fn execute(database: &TestDatabase, sql: impl Into<String>) {
+    let sql = sql.into();
     database
         .db
         .write(move |conn| {
@@ -178,20 +179,13 @@ async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase
     revert_through(&database, "time_ordered_fingerprints");
     let signed_at: i64 = 1_790_000_000_123;
     let expires_at = signed_at + 300_000;
-    database
-        .db
-        .write(move |conn| {
-            let insert = diesel::sql_query(format!(
-                "INSERT INTO request_fingerprints (fingerprint, expires_at) VALUES ('abc123', {expires_at})"
-            ));
-            match conn {
-                AnyConnection::Sqlite(c) => insert.execute(c)?,
-                AnyConnection::Postgres(c) => insert.execute(c)?,
-            };
-            Ok(())
-        })
-        .await
-        .unwrap();
+    execute(
+        &database,
+        format!(
+            "INSERT INTO request_fingerprints (fingerprint, expires_at) VALUES ('abc123', {expires_at})"
+        ),
+    )
+    .await;
     database.db.migrate().unwrap();
     let guard = DieselMerchantStore::new(database.db.clone());
     let expires = Timestamp::from_millis(expires_at);
