@@ -138,13 +138,17 @@ impl Db {
     /// Runs `f` with a read connection. Single statements are atomic; wrap several in
     /// `conn.transaction` when they must see one snapshot.
     ///
-    /// On PostgreSQL, and on SQLite when no read connection is idle, `f` runs on tokio's
-    /// blocking pool. On SQLite with an idle read connection (and
-    /// [`DbOptions::sqlite_inline_reads`]) it runs right here on the calling thread: a SQLite
-    /// read is a local, mostly in-memory lookup that never waits for the writer in WAL mode, and
-    /// costs less than the two thread switches of the hop (docs/performance.md). The price: a
-    /// slow read (an unindexed scan, a large count) holds up the other requests of this worker
-    /// thread while it runs.
+    /// On PostgreSQL, and on SQLite when no connection is idle, `f` runs on tokio's blocking
+    /// pool. On SQLite with an idle connection (and [`DbOptions::sqlite_inline_reads`]) it runs
+    /// right here on the calling thread: a SQLite read is a local, mostly in-memory lookup that
+    /// never waits for the writer in WAL mode, and costs less than the two thread switches of
+    /// the hop (docs/performance.md). The price: a slow read (an unindexed scan, a large count)
+    /// holds up the other requests of this worker thread while it runs.
+    ///
+    /// On SQLite the writer's own connection is preferred while no write group holds it: it
+    /// sees exactly what is committed (its groups are over) with a warm page cache, while a
+    /// read connection re-reads every page after each commit of the writer. `f` must not
+    /// write; on the read connections `query_only` enforces it.
     pub async fn read<T, F>(&self, f: F) -> Result<T, DbError>
     where
         T: Send + 'static,
@@ -152,16 +156,26 @@ impl Db {
     {
         if let Pools::Sqlite {
             read,
+            write,
             inline_reads: true,
             ..
         } = &*self.pools
-            && let Some(mut conn) = read.try_get()
         {
-            // As on the blocking pool, a panicking query is an error, not a dead worker.
-            return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                f(AnyConnection::Sqlite(&mut conn))
-            }))
-            .unwrap_or(Err(DbError::Task));
+            // The writer's connection first, when no write group holds it: its page cache is
+            // current, whereas a read connection drops its whole cache whenever the writer has
+            // committed since that connection's last read.
+            if let Some(mut conn) = write.try_get()
+                && !in_transaction(&mut conn)
+            {
+                return read_on_writer_connection(&mut conn, f);
+            }
+            if let Some(mut conn) = read.try_get() {
+                // As on the blocking pool, a panicking query is an error, not a dead worker.
+                return std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    f(AnyConnection::Sqlite(&mut conn))
+                }))
+                .unwrap_or(Err(DbError::Task));
+            }
         }
         let pools = self.pools.clone();
         run_blocking(move || match &*pools {
@@ -497,6 +511,33 @@ fn not_committed(failure: &DbError) -> DbError {
     ))
 }
 
+/// Whether `conn` has a transaction open (a write group, or one a failed commit left behind).
+fn in_transaction(conn: &mut SqliteConnection) -> bool {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    AnsiTransactionManager::transaction_manager_status_mut(conn)
+        .transaction_depth()
+        .map_or(true, |depth| depth.is_some())
+}
+
+/// A read on the writer's idle connection, between two write groups. Whatever the closure
+/// does, the connection goes back with no transaction open: a panic inside `conn.transaction`
+/// would otherwise leave one for the writer's next group.
+fn read_on_writer_connection<T>(
+    conn: &mut SqliteConnection,
+    f: impl FnOnce(AnyConnection<'_>) -> Result<T, DbError>,
+) -> Result<T, DbError> {
+    use diesel::connection::{AnsiTransactionManager, TransactionManager};
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        f(AnyConnection::Sqlite(conn))
+    }));
+    while in_transaction(conn) {
+        if AnsiTransactionManager::rollback_transaction(conn).is_err() {
+            break;
+        }
+    }
+    outcome.unwrap_or(Err(DbError::Task))
+}
+
 /// Runs blocking database work off the async executor, inside the caller's tracing span.
 async fn run_blocking<T: Send + 'static>(
     f: impl FnOnce() -> Result<T, DbError> + Send + 'static,
@@ -528,6 +569,14 @@ fn redact_url(url: &str) -> String {
     }
 }
 
+/// Page cache of a read connection, in KiB. It is
+/// dropped whenever the writer has committed since the connection's last read, and dropping it
+/// walks all of it: small is cheaper.
+const READ_CACHE_KIB: u32 = 2_000;
+/// Page cache of the writer's connection, which stays valid (only the writer writes) and also
+/// serves reads between write groups.
+const WRITE_CACHE_KIB: u32 = 65_536;
+
 #[derive(Debug)]
 struct SqliteSetup {
     busy_timeout_ms: u128,
@@ -544,9 +593,14 @@ impl CustomizeConnection<SqliteConnection, diesel::r2d2::Error> for SqliteSetup 
         // more than the copies it saves (docs/performance.md).
         let mut pragmas = format!(
             "PRAGMA busy_timeout = {}; PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; \
-             PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -16000; \
+             PRAGMA foreign_keys = ON; PRAGMA temp_store = MEMORY; PRAGMA cache_size = -{}; \
              PRAGMA wal_autocheckpoint = 0;",
             self.busy_timeout_ms,
+            if self.read_only {
+                READ_CACHE_KIB
+            } else {
+                WRITE_CACHE_KIB
+            },
         );
         if self.read_only {
             pragmas.push_str(" PRAGMA query_only = ON;");
@@ -698,6 +752,51 @@ mod tests {
                 .await;
             assert!(matches!(panicked, Err(DbError::Task)), "{panicked:?}");
             database.db.ping().await.unwrap();
+        }
+
+        /// Between write groups a read may borrow the writer's connection; a read that panics
+        /// inside a transaction must not leave that transaction open for the next group.
+        #[tokio::test]
+        async fn a_read_panicking_in_a_transaction_leaves_the_writer_working() {
+            use diesel::Connection;
+            use diesel::connection::SimpleConnection;
+
+            let database = TestDatabase::sqlite();
+            let panicked = database
+                .db
+                .read(|conn| -> Result<(), DbError> {
+                    crate::with_conn!(conn, |c| c.transaction(|_| -> Result<(), DbError> {
+                        panic!("a bug in a repository")
+                    }))
+                })
+                .await;
+            assert!(matches!(panicked, Err(DbError::Task)), "{panicked:?}");
+            database
+                .db
+                .write(|conn| {
+                    crate::with_conn!(conn, |c| c.batch_execute(
+                        "CREATE TABLE after_panic (id BIGINT PRIMARY KEY NOT NULL); \
+                         INSERT INTO after_panic (id) VALUES (1)"
+                    ))?;
+                    Ok(())
+                })
+                .await
+                .unwrap();
+            let count = database
+                .db
+                .read(|conn| {
+                    use diesel::RunQueryDsl;
+                    use diesel::dsl::sql;
+                    Ok(crate::with_conn!(conn, |c| diesel::select(sql::<
+                        diesel::sql_types::BigInt,
+                    >(
+                        "(SELECT COUNT(*) FROM after_panic)"
+                    ))
+                    .get_result::<i64>(c))?)
+                })
+                .await
+                .unwrap();
+            assert_eq!(count, 1, "the write committed and the read sees it");
         }
     }
 
