@@ -18,7 +18,7 @@ use serde_json::json;
 
 use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken, SessionState};
 use crate::pkce::ChallengeMethod;
-use crate::ports::{Exchange, OAuthRepository, StoreError};
+use crate::ports::{Decide, OAuthRepository, Redemption, StoreError, Verdict};
 
 #[macro_export]
 macro_rules! oauth_repository_contract {
@@ -26,9 +26,10 @@ macro_rules! oauth_repository_contract {
         $crate::oauth_repository_contract!(@cases $make;
             a_request_is_stored_once_per_session,
             a_grant_is_found_by_session_and_by_code,
-            of_concurrent_exchanges_exactly_one_consumes,
+            of_concurrent_redemptions_exactly_one_spends,
             a_reused_code_revokes_its_token,
             a_failed_attempt_consumes_the_code,
+            an_ignored_or_unknown_code_changes_nothing,
             only_the_owner_revokes_a_token,
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -114,6 +115,23 @@ fn token(application: &ApplicationId) -> IssuedToken {
         issued_at: at(20),
         expires_at: at(3_600_020),
         revoked_at: None,
+    }
+}
+
+fn issuing(token: &IssuedToken) -> Decide {
+    let token = token.clone();
+    Box::new(move |_| Verdict::Issue(token))
+}
+
+fn spending() -> Decide {
+    Box::new(|_| Verdict::Spend)
+}
+
+/// The token a redemption recorded, if it spent the code.
+fn spent(outcome: &Redemption) -> Option<Option<&IssuedToken>> {
+    match outcome {
+        Redemption::Spent { issued, .. } => Some(issued.as_ref()),
+        _ => None,
     }
 }
 
@@ -210,9 +228,20 @@ pub async fn a_grant_is_read_with_its_session(
         .unwrap()
         .unwrap();
     assert_eq!(read.session, state(SessionStatus::Approved));
+    // `redeem` judges the same view.
+    let (sender, judged) = std::sync::mpsc::channel();
+    let decide: Decide = Box::new(move |found| {
+        sender.send(found.session).unwrap();
+        Verdict::Ignore
+    });
+    store
+        .redeem(&grant.code_hash, created, decide)
+        .await
+        .unwrap();
+    assert_eq!(judged.recv().unwrap(), state(SessionStatus::Approved));
 }
 
-pub async fn of_concurrent_exchanges_exactly_one_consumes(store: Arc<dyn OAuthRepository>) {
+pub async fn of_concurrent_redemptions_exactly_one_spends(store: Arc<dyn OAuthRepository>) {
     let application: ApplicationId = ids().next();
     let grant = grant(&ids().next(), &application);
     store.insert_grant(&grant).await.unwrap();
@@ -221,17 +250,22 @@ pub async fn of_concurrent_exchanges_exactly_one_consumes(store: Arc<dyn OAuthRe
         let hash = grant.code_hash.clone();
         let token = token(&application);
         async move {
-            let outcome = store.exchange(&hash, Some(&token), at(100)).await.unwrap();
+            let outcome = store.redeem(&hash, at(100), issuing(&token)).await.unwrap();
             (outcome, token.token_id)
         }
     });
     let outcomes = join_all(racers).await;
     let winners: Vec<&String> = outcomes
         .iter()
-        .filter(|(o, _)| *o == Exchange::Consumed)
+        .filter(|(outcome, _)| spent(outcome).is_some())
         .map(|(_, id)| id)
         .collect();
     assert_eq!(winners.len(), 1, "{outcomes:?}");
+    assert!(
+        outcomes
+            .iter()
+            .all(|(outcome, _)| spent(outcome).is_some() || *outcome == Redemption::Reused)
+    );
     let stored = store
         .grant_by_code(&grant.code_hash)
         .await
@@ -250,37 +284,39 @@ pub async fn a_reused_code_revokes_its_token(store: Arc<dyn OAuthRepository>) {
     let grant = grant(&ids().next(), &application);
     store.insert_grant(&grant).await.unwrap();
     let first = token(&application);
-    assert_eq!(
-        store
-            .exchange(&grant.code_hash, Some(&first), at(100))
-            .await
-            .unwrap(),
-        Exchange::Consumed
-    );
+    let outcome = store
+        .redeem(&grant.code_hash, at(100), issuing(&first))
+        .await
+        .unwrap();
+    assert_eq!(spent(&outcome), Some(Some(&first)));
+    let Redemption::Spent { found, .. } = outcome else {
+        unreachable!()
+    };
+    assert_eq!(found.grant, grant, "the grant as it was read");
     let issued = store.find_token(&first.token_id).await.unwrap().unwrap();
     assert_eq!(issued, first);
+    let again = token(&application);
     assert_eq!(
         store
-            .exchange(&grant.code_hash, None, at(200))
+            .redeem(&grant.code_hash, at(200), issuing(&again))
             .await
             .unwrap(),
-        Exchange::Reused
+        Redemption::Reused
     );
     let revoked = store.find_token(&first.token_id).await.unwrap().unwrap();
     assert_eq!(revoked.revoked_at, Some(at(200)));
+    assert_eq!(store.find_token(&again.token_id).await.unwrap(), None);
 }
 
 pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>) {
     let application: ApplicationId = ids().next();
     let grant = grant(&ids().next(), &application);
     store.insert_grant(&grant).await.unwrap();
-    assert_eq!(
-        store
-            .exchange(&grant.code_hash, None, at(50))
-            .await
-            .unwrap(),
-        Exchange::Consumed
-    );
+    let outcome = store
+        .redeem(&grant.code_hash, at(50), spending())
+        .await
+        .unwrap();
+    assert_eq!(spent(&outcome), Some(None));
     let stored = store
         .grant_by_code(&grant.code_hash)
         .await
@@ -292,12 +328,55 @@ pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>)
     let late = token(&application);
     assert_eq!(
         store
-            .exchange(&grant.code_hash, Some(&late), at(60))
+            .redeem(&grant.code_hash, at(60), issuing(&late))
             .await
             .unwrap(),
-        Exchange::Reused
+        Redemption::Reused
     );
     assert_eq!(store.find_token(&late.token_id).await.unwrap(), None);
+}
+
+pub async fn an_ignored_or_unknown_code_changes_nothing(store: Arc<dyn OAuthRepository>) {
+    let application: ApplicationId = ids().next();
+    let grant = grant(&ids().next(), &application);
+    store.insert_grant(&grant).await.unwrap();
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let record = seen.clone();
+    let ignoring: Decide = Box::new(move |found| {
+        *record.lock().unwrap() = Some(found.clone());
+        Verdict::Ignore
+    });
+    assert_eq!(
+        store
+            .redeem(&grant.code_hash, at(100), ignoring)
+            .await
+            .unwrap(),
+        Redemption::Untouched
+    );
+    let seen = seen.lock().unwrap().take().expect("decide saw the grant");
+    assert_eq!(seen.grant, grant);
+    let stored = store
+        .grant_by_code(&grant.code_hash)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.grant, grant, "an ignored attempt spends nothing");
+
+    let never: Decide = Box::new(|_| panic!("decide is not asked about a code nobody has"));
+    assert_eq!(
+        store
+            .redeem(&random().hex(32), at(100), never)
+            .await
+            .unwrap(),
+        Redemption::Untouched
+    );
+    // The code still works for its owner.
+    let issued = token(&application);
+    let outcome = store
+        .redeem(&grant.code_hash, at(110), issuing(&issued))
+        .await
+        .unwrap();
+    assert_eq!(spent(&outcome), Some(Some(&issued)));
 }
 
 pub async fn only_the_owner_revokes_a_token(store: Arc<dyn OAuthRepository>) {
@@ -306,7 +385,7 @@ pub async fn only_the_owner_revokes_a_token(store: Arc<dyn OAuthRepository>) {
     store.insert_grant(&grant).await.unwrap();
     let issued = token(&application);
     store
-        .exchange(&grant.code_hash, Some(&issued), at(100))
+        .redeem(&grant.code_hash, at(100), issuing(&issued))
         .await
         .unwrap();
     assert!(

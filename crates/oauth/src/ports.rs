@@ -57,13 +57,34 @@ pub enum StoreError {
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
-/// What an exchange attempt did to a grant.
+/// What the domain decides about a grant found by its code, inside the exchange's transaction.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Exchange {
-    /// The grant was unconsumed: it is now consumed and the token (if any) recorded.
-    Consumed,
-    /// The grant had been consumed before: the token issued from it is now revoked and nothing
-    /// else was stored.
+pub enum Verdict {
+    /// Not the caller's code: nothing changes.
+    Ignore,
+    /// Spend the code without issuing a token (wrong verifier, expired code, session not
+    /// approved, or already spent).
+    Spend,
+    /// Spend the code and record this token as issued from it.
+    Issue(IssuedToken),
+}
+
+/// The domain's decision over a found grant: quick, non-blocking, called at most once.
+pub type Decide = Box<dyn FnOnce(&GrantWithSession) -> Verdict + Send>;
+
+/// What an exchange attempt did.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Redemption {
+    /// No grant has this code, or the verdict was [`Verdict::Ignore`]: nothing changed.
+    Untouched,
+    /// The code was unspent and is now spent at `at`; `issued` is the recorded token when the
+    /// verdict was [`Verdict::Issue`]. `found` is the grant as it was read.
+    Spent {
+        found: Box<GrantWithSession>,
+        issued: Option<IssuedToken>,
+    },
+    /// The code had been spent before: the token issued from it is now revoked at `at` and
+    /// nothing else was stored.
     Reused,
 }
 
@@ -73,9 +94,12 @@ pub enum Exchange {
 /// - `insert_request` / `insert_grant` are one per session (`Duplicate` otherwise).
 /// - `grant_by_code` returns the grant with its session's current status and environment, read
 ///   together (`session: None` when there is no such session).
-/// - `exchange` is atomic: an unconsumed grant is marked consumed at `at` and `token`, when
-///   given, stored and linked to it (`Consumed`); a consumed one has the token it produced
-///   revoked at `at` (`Reused`). Of concurrent exchanges of one code exactly one is `Consumed`.
+/// - `redeem` is one transaction: it reads the grant of `code_hash` with its session (as
+///   `grant_by_code` does), asks `decide`, and applies the verdict. `Ignore`, or no such grant:
+///   `Untouched`. `Spend` or `Issue` on an unspent grant: the grant is marked consumed at `at`
+///   and the issued token stored and linked to it (`Spent`). On a grant spent before, whatever
+///   the verdict but `Ignore`: the token it produced is revoked at `at` and nothing is stored
+///   (`Reused`). Of concurrent redemptions of one code exactly one is `Spent`.
 /// - `revoke_token` revokes an unrevoked token of `application`; `false` otherwise.
 #[async_trait]
 pub trait OAuthRepository: Send + Sync + fmt::Debug {
@@ -84,12 +108,12 @@ pub trait OAuthRepository: Send + Sync + fmt::Debug {
     async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
     async fn grant_of_session(&self, session: &SessionId) -> Result<Option<Grant>, StoreError>;
     async fn grant_by_code(&self, code_hash: &str) -> Result<Option<GrantWithSession>, StoreError>;
-    async fn exchange(
+    async fn redeem(
         &self,
         code_hash: &str,
-        token: Option<&IssuedToken>,
         at: Timestamp,
-    ) -> Result<Exchange, StoreError>;
+        decide: Decide,
+    ) -> Result<Redemption, StoreError>;
     async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError>;
     async fn revoke_token(
         &self,

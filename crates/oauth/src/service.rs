@@ -20,7 +20,7 @@ use crate::error::{INVALID_GRANT, OAuthError};
 use crate::model::{AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, claims_object};
 use crate::pkce::{self, ChallengeMethod};
 use crate::ports::{
-    AccessTokenClaims, ClaimSource, Exchange, OAuthRepository, StoreError, TokenSigner,
+    AccessTokenClaims, ClaimSource, OAuthRepository, Redemption, StoreError, TokenSigner, Verdict,
 };
 
 const CODE_PURPOSE: &str = "oauth-code";
@@ -416,93 +416,60 @@ impl OAuthService {
 
     /// `POST /v1/oauth/token`. Every failure is the same 400; any attempt by the owning
     /// application consumes the code, and a second use revokes the token of the first.
+    ///
+    /// The grant is read, judged and spent in one store transaction (the judgement runs inside
+    /// it, see [`OAuthRepository::redeem`]); the access token is signed after the commit, from
+    /// the token record that was stored.
     pub async fn exchange(
         &self,
         requester: &Requester,
         code: &str,
         verifier: &str,
     ) -> Result<TokenGrant, OAuthError> {
-        let invalid = || OAuthError::BadRequest(INVALID_GRANT);
         let code_hash = self.code_hash(code.trim());
-        let GrantWithSession { grant, session } = self
-            .ports
-            .store
-            .grant_by_code(&code_hash)
-            .await?
-            // Another application's attempt changes nothing.
-            .filter(|found| found.grant.application_id == requester.application_id)
-            .ok_or_else(invalid)?;
         let now = self.now();
-        // Approved is final: a session that reads approved stays so.
-        let session_approved = session.is_some_and(|session| {
-            session.status == SessionStatus::Approved
-                && session.environment == requester.environment
-        });
-        let valid = grant.consumed_at.is_none()
-            && now < grant.expires_at
-            && session_approved
-            && pkce::verify(verifier, &grant.code_challenge, grant.code_challenge_method);
-        let issued = if valid {
-            Some(self.issue(requester, &grant, now)?)
-        } else {
-            None
+        let verdict = ExchangeAttempt {
+            requester: requester.clone(),
+            verifier: verifier.to_owned(),
+            // Time-ordered, like other ids: a random key would insert into a random leaf of the
+            // token table's index on every exchange.
+            token_id: format!("at_{}", self.ports.ids.body(Entropy::Sortable)),
+            now,
+            expires_at: now.plus(self.settings.token_ttl),
         };
-        let outcome = self
+        let redemption = self
             .ports
             .store
-            .exchange(&code_hash, issued.as_ref().map(|(record, _)| record), now)
+            .redeem(&code_hash, now, Box::new(move |found| verdict.judge(found)))
             .await?;
-        match (outcome, issued) {
-            (Exchange::Consumed, Some((_, access_token))) => Ok(TokenGrant {
-                access_token,
-                expires_in: self.settings.token_ttl.as_secs(),
-                subject: grant.subject,
-                scopes: grant.scopes,
-                claims: grant.claims,
-                state: grant.state,
-            }),
-            _ => Err(invalid()),
-        }
-    }
-
-    fn issue(
-        &self,
-        requester: &Requester,
-        grant: &Grant,
-        now: Timestamp,
-    ) -> Result<(IssuedToken, String), OAuthError> {
-        // Time-ordered, like other ids: a random key would insert into a random leaf of the
-        // token table's index on every exchange.
-        let token_id = format!("at_{}", self.ports.ids.body(Entropy::Sortable));
-        let expires_at = now.plus(self.settings.token_ttl);
+        let Redemption::Spent {
+            found,
+            issued: Some(issued),
+        } = redemption
+        else {
+            return Err(OAuthError::BadRequest(INVALID_GRANT));
+        };
         let access_token = self
             .ports
             .signer
             .sign(&AccessTokenClaims {
                 issuer: self.settings.issuer.clone(),
-                audience: requester.client_id.to_string(),
-                subject: grant.subject.clone(),
-                scopes: grant.scopes.clone(),
-                token_id: token_id.clone(),
-                issued_at: now,
-                expires_at,
+                audience: issued.client_id.to_string(),
+                subject: issued.subject.clone(),
+                scopes: issued.scopes.clone(),
+                token_id: issued.token_id,
+                issued_at: issued.issued_at,
+                expires_at: issued.expires_at,
             })
             .map_err(|error| OAuthError::Unavailable(Box::new(error)))?;
-        Ok((
-            IssuedToken {
-                token_id,
-                application_id: requester.application_id.clone(),
-                client_id: requester.client_id.clone(),
-                environment: requester.environment,
-                subject: grant.subject.clone(),
-                scopes: grant.scopes.clone(),
-                claims: grant.claims.clone(),
-                issued_at: now,
-                expires_at,
-                revoked_at: None,
-            },
+        Ok(TokenGrant {
             access_token,
-        ))
+            expires_in: self.settings.token_ttl.as_secs(),
+            subject: issued.subject,
+            scopes: issued.scopes,
+            claims: issued.claims,
+            state: found.grant.state,
+        })
     }
 
     /// A live token: signature, expiry and not revoked.
@@ -574,5 +541,52 @@ impl OAuthService {
 
     fn code_hash(&self, code: &str) -> String {
         self.ports.hasher.hex(CODE_PURPOSE, code.as_bytes())
+    }
+}
+
+/// One token exchange's judgement of the grant its code names: the rules of CONTRACT §5.
+struct ExchangeAttempt {
+    requester: Requester,
+    verifier: String,
+    token_id: String,
+    now: Timestamp,
+    expires_at: Timestamp,
+}
+
+impl ExchangeAttempt {
+    fn judge(self, found: &GrantWithSession) -> Verdict {
+        let GrantWithSession { grant, session } = found;
+        // Another application's attempt changes nothing.
+        if grant.application_id != self.requester.application_id {
+            return Verdict::Ignore;
+        }
+        // Approved is final: a session that reads approved stays so.
+        let session_approved = session.is_some_and(|session| {
+            session.status == SessionStatus::Approved
+                && session.environment == self.requester.environment
+        });
+        let valid = grant.consumed_at.is_none()
+            && self.now < grant.expires_at
+            && session_approved
+            && pkce::verify(
+                &self.verifier,
+                &grant.code_challenge,
+                grant.code_challenge_method,
+            );
+        if !valid {
+            return Verdict::Spend;
+        }
+        Verdict::Issue(IssuedToken {
+            token_id: self.token_id,
+            application_id: self.requester.application_id,
+            client_id: self.requester.client_id,
+            environment: self.requester.environment,
+            subject: grant.subject.clone(),
+            scopes: grant.scopes.clone(),
+            claims: grant.claims.clone(),
+            issued_at: self.now,
+            expires_at: self.expires_at,
+            revoked_at: None,
+        })
     }
 }

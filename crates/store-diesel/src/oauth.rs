@@ -6,13 +6,13 @@ use diesel::prelude::*;
 use idconsent_consent::SessionStatus;
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{Environment, Sealed, Timestamp};
-use idconsent_oauth::ports::{Exchange, OAuthRepository, StoreError};
+use idconsent_oauth::ports::{Decide, OAuthRepository, Redemption, StoreError, Verdict};
 use idconsent_oauth::{
     AccessRequest, ChallengeMethod, ClaimKey, Grant, GrantWithSession, IssuedToken, SessionState,
 };
 use serde_json::Value;
 
-use crate::db::Db;
+use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::schema::{consent_sessions, oauth_grants, oauth_requests, oauth_tokens};
 
@@ -219,6 +219,108 @@ fn duplicate_or_unavailable(error: DbError) -> StoreError {
     }
 }
 
+/// The grant of `code_hash` with its session's state, in one statement.
+fn read_grant_with_session(
+    conn: AnyConnection<'_>,
+    code_hash: &str,
+) -> Result<Option<GrantWithSession>, StoreError> {
+    let row = crate::with_conn!(conn, |c| oauth_grants::table
+        .left_join(consent_sessions::table.on(consent_sessions::id.eq(oauth_grants::session_id)))
+        .filter(oauth_grants::code_hash.eq(code_hash))
+        .select((
+            GrantRow::as_select(),
+            consent_sessions::status.nullable(),
+            consent_sessions::environment.nullable(),
+        ))
+        .get_result::<(GrantRow, Option<String>, Option<String>)>(c)
+        .optional())
+    .map_err(|error| unavailable(error.into()))?;
+    let Some((row, status, environment)) = row else {
+        return Ok(None);
+    };
+    let session = match (status, environment) {
+        (Some(status), Some(environment)) => {
+            let bad = |column: &str| corrupt("consent_sessions", column, &row.session_id);
+            Some(SessionState {
+                status: SessionStatus::parse(&status).ok_or_else(|| bad("status"))?,
+                environment: Environment::parse(&environment).ok_or_else(|| bad("environment"))?,
+            })
+        }
+        _ => None,
+    };
+    Ok(Some(GrantWithSession {
+        grant: row.into_grant()?,
+        session,
+    }))
+}
+
+/// The single-use compare-and-set: marks an unspent grant spent, and stores the token issued
+/// from it. `false` when another exchange spent it first.
+fn spend_grant(
+    conn: AnyConnection<'_>,
+    code_hash: &str,
+    at: i64,
+    issued: Option<&IssuedToken>,
+) -> Result<bool, DbError> {
+    let token = issued.map(TokenRow::from_token);
+    let statement = SpendGrant {
+        code_hash,
+        at,
+        token_id: issued.map(|token| token.token_id.as_str()),
+    };
+    Ok(crate::with_conn!(conn, |c| {
+        let spent = statement.execute(c)? == 1;
+        if let (true, Some(token)) = (spent, &token) {
+            diesel::insert_into(oauth_tokens::table)
+                .values(token)
+                .execute(c)?;
+        }
+        spent
+    }))
+}
+
+/// `UPDATE oauth_grants SET consumed_at, token_id WHERE code_hash AND consumed_at IS NULL`,
+/// written out so that both backends keep it prepared: diesel never caches its own `UPDATE`
+/// statements (their changesets may skip `None` fields), and compiling this one again on every
+/// exchange was a tenth of the SQLite writer's time.
+#[derive(Debug, Clone, Copy)]
+struct SpendGrant<'a> {
+    code_hash: &'a str,
+    at: i64,
+    token_id: Option<&'a str>,
+}
+
+impl diesel::query_builder::QueryId for SpendGrant<'_> {
+    type QueryId = SpendGrant<'static>;
+    const HAS_STATIC_QUERY_ID: bool = true;
+}
+
+impl<DB> diesel::query_builder::QueryFragment<DB> for SpendGrant<'_>
+where
+    DB: diesel::backend::Backend,
+    i64: diesel::serialize::ToSql<diesel::sql_types::BigInt, DB>,
+    str: diesel::serialize::ToSql<diesel::sql_types::Text, DB>,
+    for<'t> Option<&'t str>:
+        diesel::serialize::ToSql<diesel::sql_types::Nullable<diesel::sql_types::Text>, DB>,
+{
+    fn walk_ast<'b>(
+        &'b self,
+        mut out: diesel::query_builder::AstPass<'_, 'b, DB>,
+    ) -> QueryResult<()> {
+        use diesel::sql_types::{BigInt, Nullable, Text};
+        out.push_sql("UPDATE oauth_grants SET consumed_at = ");
+        out.push_bind_param::<BigInt, _>(&self.at)?;
+        out.push_sql(", token_id = ");
+        out.push_bind_param::<Nullable<Text>, _>(&self.token_id)?;
+        out.push_sql(" WHERE code_hash = ");
+        out.push_bind_param::<Text, _>(self.code_hash)?;
+        out.push_sql(" AND consumed_at IS NULL");
+        Ok(())
+    }
+}
+
+impl<C> RunQueryDsl<C> for SpendGrant<'_> {}
+
 #[async_trait]
 impl OAuthRepository for DieselOAuthStore {
     async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError> {
@@ -281,85 +383,49 @@ impl OAuthRepository for DieselOAuthStore {
 
     async fn grant_by_code(&self, code_hash: &str) -> Result<Option<GrantWithSession>, StoreError> {
         let hash = code_hash.to_owned();
-        // One statement for the grant and its session's state: the token exchange's only read.
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| oauth_grants::table
-                    .left_join(
-                        consent_sessions::table
-                            .on(consent_sessions::id.eq(oauth_grants::session_id))
-                    )
-                    .filter(oauth_grants::code_hash.eq(hash))
-                    .select((
-                        GrantRow::as_select(),
-                        consent_sessions::status.nullable(),
-                        consent_sessions::environment.nullable(),
-                    ))
-                    .get_result::<(GrantRow, Option<String>, Option<String>)>(c)
-                    .optional())?)
-            })
+        self.db
+            .read(move |conn| Ok(read_grant_with_session(conn, &hash)))
             .await
-            .map_err(unavailable)?;
-        let Some((row, status, environment)) = row else {
-            return Ok(None);
-        };
-        let session = match (status, environment) {
-            (Some(status), Some(environment)) => {
-                let bad = |column: &str| corrupt("consent_sessions", column, &row.session_id);
-                Some(SessionState {
-                    status: SessionStatus::parse(&status).ok_or_else(|| bad("status"))?,
-                    environment: Environment::parse(&environment)
-                        .ok_or_else(|| bad("environment"))?,
-                })
-            }
-            _ => None,
-        };
-        Ok(Some(GrantWithSession {
-            grant: row.into_grant()?,
-            session,
-        }))
+            .map_err(unavailable)?
     }
 
-    async fn exchange(
+    async fn redeem(
         &self,
         code_hash: &str,
-        token: Option<&IssuedToken>,
         at: Timestamp,
-    ) -> Result<Exchange, StoreError> {
+        decide: Decide,
+    ) -> Result<Redemption, StoreError> {
         let hash = code_hash.to_owned();
-        let token = token.map(TokenRow::from_token);
         self.db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| {
-                    let now = at.as_millis();
-                    // The compare-and-set: of concurrent exchanges exactly one consumes.
-                    let consumed = diesel::update(
-                        oauth_grants::table
-                            .find(&hash)
-                            .filter(oauth_grants::consumed_at.is_null()),
-                    )
-                    .set((
-                        oauth_grants::consumed_at.eq(Some(now)),
-                        oauth_grants::token_id.eq(token.as_ref().map(|t| t.token_id.clone())),
-                    ))
-                    .execute(c)?
-                        == 1;
-                    if consumed {
-                        if let Some(token) = &token {
-                            diesel::insert_into(oauth_tokens::table)
-                                .values(token)
-                                .execute(c)?;
-                        }
-                        return Ok(Exchange::Consumed);
-                    }
-                    // Reuse: the token the first exchange produced is revoked.
-                    let issued: Option<Option<String>> = oauth_grants::table
+            .write(move |mut conn| {
+                let found = match read_grant_with_session(conn.reborrow(), &hash) {
+                    Ok(Some(found)) => found,
+                    Ok(None) => return Ok(Ok(Redemption::Untouched)),
+                    // Nothing was written: the (empty) write commits, the caller sees the error.
+                    Err(error) => return Ok(Err(error)),
+                };
+                let issued = match decide(&found) {
+                    Verdict::Ignore => return Ok(Ok(Redemption::Untouched)),
+                    Verdict::Spend => None,
+                    Verdict::Issue(token) => Some(token),
+                };
+                let now = at.as_millis();
+                let spent = found.grant.consumed_at.is_none()
+                    && spend_grant(conn.reborrow(), &hash, now, issued.as_ref())?;
+                if spent {
+                    return Ok(Ok(Redemption::Spent {
+                        found: Box::new(found),
+                        issued,
+                    }));
+                }
+                // Reuse: the token the first exchange produced is revoked.
+                crate::with_conn!(conn, |c| {
+                    let first: Option<Option<String>> = oauth_grants::table
                         .find(&hash)
                         .select(oauth_grants::token_id)
                         .get_result(c)
                         .optional()?;
-                    if let Some(Some(token_id)) = issued {
+                    if let Some(Some(token_id)) = first {
                         diesel::update(
                             oauth_tokens::table
                                 .find(token_id)
@@ -368,11 +434,12 @@ impl OAuthRepository for DieselOAuthStore {
                         .set(oauth_tokens::revoked_at.eq(Some(now)))
                         .execute(c)?;
                     }
-                    Ok::<_, DbError>(Exchange::Reused)
-                })?)
+                    Ok::<_, DbError>(())
+                })?;
+                Ok(Ok(Redemption::Reused))
             })
             .await
-            .map_err(unavailable)
+            .map_err(unavailable)?
     }
 
     async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
