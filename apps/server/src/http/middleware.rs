@@ -33,16 +33,16 @@ pub async fn request_context(
             None => "req_unknown".to_owned(),
         });
     let method = req.method().clone();
+    // What the request's own log lines carry; the outcome goes on the final line alone (a
+    // field recorded into a span later costs the JSON formatter a re-parse of the span's fields).
     let span = tracing::info_span!(
         "request",
         request.id = %request_id,
         http.method = %method,
-        http.route = tracing::field::Empty,
-        http.status = tracing::field::Empty,
     );
     // Handlers and extractors turn their errors into responses themselves; an `Err` here could
     // only come from a middleware further in, and none of ours fails.
-    let response = next.call(req).instrument(span.clone()).await?;
+    let response = next.call(req).instrument(span).await?;
     let mut response = ensure_error_envelope(response.map_into_boxed_body());
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
@@ -59,10 +59,11 @@ pub async fn request_context(
             .metrics
             .observe(method.as_str(), &route, status, elapsed.as_secs_f64());
     }
-    span.record("http.route", route.as_str());
-    span.record("http.status", status);
-    let _entered = span.enter();
     tracing::info!(
+        request.id = %request_id,
+        http.method = %method,
+        http.route = %route,
+        http.status = status,
         latency_ms = elapsed.as_secs_f64() * 1_000.0,
         "request finished"
     );
