@@ -18,6 +18,8 @@
 #        CODES=… (oauth-exchange: codes per run; default enough for 10,000/s)
 #        RATE=… (open loop at this many requests/s; default closed loop)
 #        SERVER_LOG=… (keep the server's log there; IDC_LOG picks what it holds)
+#        IDCONSENT_BIN=… (measure this server binary instead of the one just built, e.g. a copy
+#        of another commit's, to compare two builds in alternating runs)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -41,6 +43,7 @@ export IDC_HTTP_WORKERS=${IDC_HTTP_WORKERS:-1}
 echo "==> building the release binary and the load generator"
 cargo build --release -q -p idconsent-server -p idconsent-e2e --bin idconsent --bin loadgen
 TARGET=${CARGO_TARGET_DIR:-target}
+SERVER_BIN=${IDCONSENT_BIN:-$TARGET/release/idconsent}
 
 DATA=$(mktemp -d /tmp/idc-load.XXXXXX)
 SERVER_PID=
@@ -57,7 +60,7 @@ trap cleanup EXIT
 B=http://127.0.0.1:$PORT
 echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
 IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=sqlite://$DATA/idconsent.db IDC_BIND=127.0.0.1:$PORT \
-  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$TARGET/release/idconsent" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
+  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$SERVER_BIN" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
   curl -sf "$B/readyz" >/dev/null 2>&1 && break

@@ -569,13 +569,15 @@ fn redact_url(url: &str) -> String {
     }
 }
 
-/// Page cache of a read connection, in KiB. It is
-/// dropped whenever the writer has committed since the connection's last read, and dropping it
-/// walks all of it: small is cheaper.
+/// Page cache of a read connection, in KiB. It is dropped whenever the writer has committed
+/// since the connection's last read, and dropping it walks all of it: small is cheaper.
 const READ_CACHE_KIB: u32 = 2_000;
-/// Page cache of the writer's connection, which stays valid (only the writer writes) and also
-/// serves reads between write groups.
-const WRITE_CACHE_KIB: u32 = 65_536;
+/// Page cache of the writer's connection, in KiB. It stays valid (only the writer writes) and
+/// also serves reads between write groups, but it is not free to make large: a B-tree rebalance
+/// renumbers pages through the lock-byte page (number 262,145 with 4 KiB pages), and the next
+/// commit then walks the whole cache to drop pages "beyond the end of the file". With 16 MB that
+/// walk cost more than the page reads it saved (docs/performance.md).
+const WRITE_CACHE_KIB: u32 = 4_000;
 
 #[derive(Debug)]
 struct SqliteSetup {
