@@ -16,6 +16,7 @@ on_both_backends!(
     plain_pkce_works_and_a_wrong_verifier_burns_the_code,
     a_second_use_fails_and_revokes_the_first_token,
     another_applications_code_is_refused_without_consuming_it,
+    a_forged_secret_is_refused_without_consuming_the_code,
     bad_requests_are_refused,
     twenty_concurrent_exchanges_yield_one_token,
     a_rejection_is_reported_without_a_code,
@@ -340,6 +341,33 @@ async fn another_applications_code_is_refused_without_consuming_it(app: TestApp)
     // Introspection by another application says nothing.
     let access = token["access_token"].as_str().unwrap();
     assert_eq!(introspect(&app, &other, access).await["active"], false);
+    app.stop().await;
+}
+
+/// A code is `ac_<id>_<secret>`: knowing the id (which says nothing secret) and guessing at the
+/// secret gets the same 400 as any bad code, and must not spend the real one.
+async fn a_forged_secret_is_refused_without_consuming_the_code(app: TestApp) {
+    let receiver = Receiver::start().await;
+    let application = setup(&app, &receiver).await;
+    let (session, _) = request(&app, &application, "+15550004444", json!({})).await;
+    sandbox_approve(&app, &application, &session).await;
+    let code = status(&app, &application, &session).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (id, secret) = code
+        .strip_prefix("ac_")
+        .and_then(|body| body.split_once('_'))
+        .expect("ac_<id>_<secret>");
+    let forged = format!("ac_{id}_{}", "0".repeat(secret.len()));
+    invalid_grant(exchange(&app, &application, &forged, VERIFIER).await).await;
+    assert_eq!(
+        status(&app, &application, &session).await["code"],
+        code.as_str(),
+        "the real code is still unspent"
+    );
+    let token = json(exchange(&app, &application, &code, VERIFIER).await, 200).await;
+    assert_eq!(token["token_type"], "Bearer");
     app.stop().await;
 }
 

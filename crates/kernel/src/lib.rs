@@ -29,5 +29,5 @@ pub use page::{Page, PageRequest};
 pub use phone::PhoneNumber;
 pub use qr::{ErrorCorrection, QrError, QrFormat, QrOptions, QrRenderer};
 pub use random::{OsRandom, RandomSource, SeededRandom};
-pub use secrets::{KeyedHash, Sealed, SecretVault, VaultError};
+pub use secrets::{KeyedHash, Sealed, SecretVault, VaultError, constant_time_eq};
 pub use web_url::WebUrl;

@@ -47,9 +47,50 @@ pub trait KeyedHash: Send + Sync + fmt::Debug {
 impl dyn KeyedHash + '_ {
     /// The hash as lowercase hex, the form stored in the database.
     pub fn hex(&self, purpose: &str, value: &[u8]) -> String {
-        self.hash(purpose, value)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut hex = String::with_capacity(64);
+        for byte in self.hash(purpose, value) {
+            hex.push(char::from(DIGITS[usize::from(byte >> 4)]));
+            hex.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+        }
+        hex
+    }
+}
+
+/// Whether `a` and `b` are equal, in a time that depends only on their lengths: for comparing a
+/// presented secret (or its hash) with the stored one.
+pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct Fixed;
+
+    impl KeyedHash for Fixed {
+        fn hash(&self, _: &str, _: &[u8]) -> [u8; 32] {
+            let mut hash = [0u8; 32];
+            hash[0] = 0x0f;
+            hash[31] = 0xa5;
+            hash
+        }
+    }
+
+    #[test]
+    fn hashes_are_lowercase_hex_two_digits_a_byte() {
+        let hasher: &dyn KeyedHash = &Fixed;
+        assert_eq!(hasher.hex("any", b""), format!("0f{}a5", "00".repeat(30)));
+    }
+
+    #[test]
+    fn constant_time_eq_compares_whole_values() {
+        assert!(constant_time_eq(b"abc", b"abc"));
+        assert!(constant_time_eq(b"", b""));
+        assert!(!constant_time_eq(b"abc", b"abd"));
+        assert!(!constant_time_eq(b"abc", b"ab"));
+        assert!(!constant_time_eq(b"ab", b"abc"));
     }
 }

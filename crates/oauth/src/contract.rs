@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use idconsent_consent::{FloodLimits, Session, SessionRepository, SessionStatus, Transaction};
-use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
+use idconsent_kernel::id::{ApplicationId, ClientId, Entropy, SessionId};
 use idconsent_kernel::{Clock, Currency, Intent, Money, PhoneNumber};
 use idconsent_kernel::{
     Environment, IdGenerator, OsRandom, RandomSource, Sealed, SystemClock, Timestamp, UlidGenerator,
@@ -85,6 +85,7 @@ fn request() -> AccessRequest {
 
 fn grant(session: &SessionId, application: &ApplicationId) -> Grant {
     Grant {
+        code_id: ids().body(Entropy::Sortable),
         code_hash: random().hex(32),
         sealed_code: Sealed::from_stored("sealed".into()),
         session_id: session.clone(),
@@ -156,14 +157,19 @@ pub async fn a_grant_is_found_by_session_and_by_code(store: Arc<dyn OAuthReposit
         store.grant_of_session(&grant.session_id).await.unwrap(),
         Some(grant.clone())
     );
-    let by_code = store
-        .grant_by_code(&grant.code_hash)
-        .await
-        .unwrap()
-        .unwrap();
+    let by_code = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
     assert_eq!(by_code.grant, grant);
     assert_eq!(by_code.session, None, "no such session was ever stored");
+    assert!(
+        store
+            .grant_by_code(&grant.code_hash)
+            .await
+            .unwrap()
+            .is_none(),
+        "grants are found by their code's id, never by the hash"
+    );
     let second = Grant {
+        code_id: ids().body(Entropy::Sortable),
         code_hash: random().hex(32),
         ..grant.clone()
     };
@@ -211,22 +217,14 @@ pub async fn a_grant_is_read_with_its_session(
             environment: Environment::Live,
         })
     };
-    let read = store
-        .grant_by_code(&grant.code_hash)
-        .await
-        .unwrap()
-        .unwrap();
+    let read = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
     assert_eq!(read.grant, grant);
     assert_eq!(read.session, state(SessionStatus::Pending));
     sessions
         .decide(&session.id, SessionStatus::Approved, created, &[])
         .await
         .unwrap();
-    let read = store
-        .grant_by_code(&grant.code_hash)
-        .await
-        .unwrap()
-        .unwrap();
+    let read = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
     assert_eq!(read.session, state(SessionStatus::Approved));
     // `redeem` judges the same view.
     let (sender, judged) = std::sync::mpsc::channel();
@@ -234,10 +232,7 @@ pub async fn a_grant_is_read_with_its_session(
         sender.send(found.session).unwrap();
         Verdict::Ignore
     });
-    store
-        .redeem(&grant.code_hash, created, decide)
-        .await
-        .unwrap();
+    store.redeem(&grant.code_id, created, decide).await.unwrap();
     assert_eq!(judged.recv().unwrap(), state(SessionStatus::Approved));
 }
 
@@ -247,10 +242,10 @@ pub async fn of_concurrent_redemptions_exactly_one_spends(store: Arc<dyn OAuthRe
     store.insert_grant(&grant).await.unwrap();
     let racers = (0..20).map(|_| {
         let store = store.clone();
-        let hash = grant.code_hash.clone();
+        let id = grant.code_id.clone();
         let token = token(&application);
         async move {
-            let outcome = store.redeem(&hash, at(100), issuing(&token)).await.unwrap();
+            let outcome = store.redeem(&id, at(100), issuing(&token)).await.unwrap();
             (outcome, token.token_id)
         }
     });
@@ -267,7 +262,7 @@ pub async fn of_concurrent_redemptions_exactly_one_spends(store: Arc<dyn OAuthRe
             .all(|(outcome, _)| spent(outcome).is_some() || *outcome == Redemption::Reused)
     );
     let stored = store
-        .grant_by_code(&grant.code_hash)
+        .grant_by_code(&grant.code_id)
         .await
         .unwrap()
         .unwrap()
@@ -285,7 +280,7 @@ pub async fn a_reused_code_revokes_its_token(store: Arc<dyn OAuthRepository>) {
     store.insert_grant(&grant).await.unwrap();
     let first = token(&application);
     let outcome = store
-        .redeem(&grant.code_hash, at(100), issuing(&first))
+        .redeem(&grant.code_id, at(100), issuing(&first))
         .await
         .unwrap();
     assert_eq!(spent(&outcome), Some(Some(&first)));
@@ -298,7 +293,7 @@ pub async fn a_reused_code_revokes_its_token(store: Arc<dyn OAuthRepository>) {
     let again = token(&application);
     assert_eq!(
         store
-            .redeem(&grant.code_hash, at(200), issuing(&again))
+            .redeem(&grant.code_id, at(200), issuing(&again))
             .await
             .unwrap(),
         Redemption::Reused
@@ -313,12 +308,12 @@ pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>)
     let grant = grant(&ids().next(), &application);
     store.insert_grant(&grant).await.unwrap();
     let outcome = store
-        .redeem(&grant.code_hash, at(50), spending())
+        .redeem(&grant.code_id, at(50), spending())
         .await
         .unwrap();
     assert_eq!(spent(&outcome), Some(None));
     let stored = store
-        .grant_by_code(&grant.code_hash)
+        .grant_by_code(&grant.code_id)
         .await
         .unwrap()
         .unwrap()
@@ -328,7 +323,7 @@ pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>)
     let late = token(&application);
     assert_eq!(
         store
-            .redeem(&grant.code_hash, at(60), issuing(&late))
+            .redeem(&grant.code_id, at(60), issuing(&late))
             .await
             .unwrap(),
         Redemption::Reused
@@ -348,18 +343,14 @@ pub async fn an_ignored_or_unknown_code_changes_nothing(store: Arc<dyn OAuthRepo
     });
     assert_eq!(
         store
-            .redeem(&grant.code_hash, at(100), ignoring)
+            .redeem(&grant.code_id, at(100), ignoring)
             .await
             .unwrap(),
         Redemption::Untouched
     );
     let seen = seen.lock().unwrap().take().expect("decide saw the grant");
     assert_eq!(seen.grant, grant);
-    let stored = store
-        .grant_by_code(&grant.code_hash)
-        .await
-        .unwrap()
-        .unwrap();
+    let stored = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
     assert_eq!(stored.grant, grant, "an ignored attempt spends nothing");
 
     let never: Decide = Box::new(|_| panic!("decide is not asked about a code nobody has"));
@@ -373,7 +364,7 @@ pub async fn an_ignored_or_unknown_code_changes_nothing(store: Arc<dyn OAuthRepo
     // The code still works for its owner.
     let issued = token(&application);
     let outcome = store
-        .redeem(&grant.code_hash, at(110), issuing(&issued))
+        .redeem(&grant.code_id, at(110), issuing(&issued))
         .await
         .unwrap();
     assert_eq!(spent(&outcome), Some(Some(&issued)));
@@ -385,7 +376,7 @@ pub async fn only_the_owner_revokes_a_token(store: Arc<dyn OAuthRepository>) {
     store.insert_grant(&grant).await.unwrap();
     let issued = token(&application);
     store
-        .redeem(&grant.code_hash, at(100), issuing(&issued))
+        .redeem(&grant.code_id, at(100), issuing(&issued))
         .await
         .unwrap();
     assert!(

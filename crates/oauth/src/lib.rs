@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod code;
 mod error;
 pub mod model;
 pub mod pkce;

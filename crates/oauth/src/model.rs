@@ -106,7 +106,9 @@ pub struct AccessRequest {
 /// An approved request's authorization code and what it grants.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Grant {
-    /// Keyed hash of the code: the lookup key.
+    /// The code's id: the lookup key (see the `code` module).
+    pub code_id: String,
+    /// Keyed hash of the whole code, which a presented code must match.
     pub code_hash: String,
     /// The code itself, sealed, so the status endpoint can show it until it is exchanged.
     pub sealed_code: Sealed,

@@ -2,6 +2,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use idconsent_kernel::constant_time_eq;
 use sha2::{Digest, Sha256};
 
 /// `S256` (default) or `plain`.
@@ -49,13 +50,10 @@ pub fn verify(verifier: &str, challenge: &str, method: ChallengeMethod) -> bool 
     if !is_well_formed(verifier) {
         return false;
     }
-    let expected = challenge_of(verifier, method);
-    expected.len() == challenge.len()
-        && expected
-            .bytes()
-            .zip(challenge.bytes())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+    constant_time_eq(
+        challenge_of(verifier, method).as_bytes(),
+        challenge.as_bytes(),
+    )
 }
 
 #[cfg(test)]

@@ -11,19 +11,18 @@ use idconsent_consent::{
 use idconsent_kernel::id::{Entropy, SessionId};
 use idconsent_kernel::{
     Clock, IdGenerator, Intent, KeyedHash, RandomSource, SecretVault, Timestamp, ValidationErrors,
-    WebUrl,
+    WebUrl, constant_time_eq,
 };
 use idconsent_webhook::Outbox;
 use serde_json::{Map, Value, json};
 
+use crate::code::{self, NewCode};
 use crate::error::{INVALID_GRANT, OAuthError};
 use crate::model::{AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, claims_object};
 use crate::pkce::{self, ChallengeMethod};
 use crate::ports::{
     AccessTokenClaims, ClaimSource, OAuthRepository, Redemption, StoreError, TokenSigner, Verdict,
 };
-
-const CODE_PURPOSE: &str = "oauth-code";
 
 #[derive(Debug, Clone)]
 pub struct OAuthSettings {
@@ -367,9 +366,18 @@ impl OAuthService {
         }
         let known = self.ports.claims.verified(&session.recipient).await?;
         let claims = claims_object(&request.claims, &known);
-        let code = format!("ac_{}", self.ports.random.hex(32));
+        let NewCode {
+            code,
+            id: code_id,
+            hash: code_hash,
+        } = code::issue(
+            self.ports.ids.as_ref(),
+            self.ports.random.as_ref(),
+            self.ports.hasher.as_ref(),
+        );
         let grant = Grant {
-            code_hash: self.code_hash(&code),
+            code_id,
+            code_hash,
             sealed_code: self.ports.vault.seal(code.as_bytes()),
             session_id: session.id.clone(),
             application_id: session.application_id.clone(),
@@ -426,9 +434,12 @@ impl OAuthService {
         code: &str,
         verifier: &str,
     ) -> Result<TokenGrant, OAuthError> {
-        let code_hash = self.code_hash(code.trim());
+        let Some(presented) = code::locate(code.trim(), self.ports.hasher.as_ref()) else {
+            return Err(OAuthError::BadRequest(INVALID_GRANT));
+        };
         let now = self.now();
         let verdict = ExchangeAttempt {
+            code_hash: presented.hash,
             requester: requester.clone(),
             verifier: verifier.to_owned(),
             // Time-ordered, like other ids: a random key would insert into a random leaf of the
@@ -440,7 +451,11 @@ impl OAuthService {
         let redemption = self
             .ports
             .store
-            .redeem(&code_hash, now, Box::new(move |found| verdict.judge(found)))
+            .redeem(
+                &presented.id,
+                now,
+                Box::new(move |found| verdict.judge(found)),
+            )
             .await?;
         let Redemption::Spent {
             found,
@@ -538,14 +553,12 @@ impl OAuthService {
     pub fn jwks(&self) -> Value {
         self.ports.signer.jwks()
     }
-
-    fn code_hash(&self, code: &str) -> String {
-        self.ports.hasher.hex(CODE_PURPOSE, code.as_bytes())
-    }
 }
 
 /// One token exchange's judgement of the grant its code names: the rules of CONTRACT §5.
 struct ExchangeAttempt {
+    /// The keyed hash of the code as presented.
+    code_hash: String,
     requester: Requester,
     verifier: String,
     token_id: String,
@@ -556,8 +569,11 @@ struct ExchangeAttempt {
 impl ExchangeAttempt {
     fn judge(self, found: &GrantWithSession) -> Verdict {
         let GrantWithSession { grant, session } = found;
-        // Another application's attempt changes nothing.
-        if grant.application_id != self.requester.application_id {
+        // A wrong secret for a real id is no code at all, and another application's attempt
+        // changes nothing.
+        if !constant_time_eq(grant.code_hash.as_bytes(), self.code_hash.as_bytes())
+            || grant.application_id != self.requester.application_id
+        {
             return Verdict::Ignore;
         }
         // Approved is final: a session that reads approved stays so.

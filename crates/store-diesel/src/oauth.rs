@@ -102,6 +102,7 @@ impl RequestRow {
 #[derive(Debug, Queryable, Selectable, Insertable)]
 #[diesel(table_name = oauth_grants)]
 struct GrantRow {
+    code_id: String,
     code_hash: String,
     sealed_code: String,
     session_id: String,
@@ -122,6 +123,7 @@ struct GrantRow {
 impl GrantRow {
     fn from_grant(g: &Grant) -> Self {
         Self {
+            code_id: g.code_id.clone(),
             code_hash: g.code_hash.clone(),
             sealed_code: g.sealed_code.as_str().to_owned(),
             session_id: g.session_id.as_str().to_owned(),
@@ -147,6 +149,7 @@ impl GrantRow {
             claims: serde_json::from_str::<Value>(&self.claims).map_err(|_| bad("claims"))?,
             code_challenge_method: ChallengeMethod::parse(&self.code_challenge_method)
                 .ok_or_else(|| bad("code_challenge_method"))?,
+            code_id: self.code_id,
             code_hash: self.code_hash,
             sealed_code: Sealed::from_stored(self.sealed_code),
             session_id: SessionId::from_trusted(self.session_id),
@@ -219,14 +222,14 @@ fn duplicate_or_unavailable(error: DbError) -> StoreError {
     }
 }
 
-/// The grant of `code_hash` with its session's state, in one statement.
+/// The grant of `code_id` with its session's state, in one statement.
 fn read_grant_with_session(
     conn: AnyConnection<'_>,
-    code_hash: &str,
+    code_id: &str,
 ) -> Result<Option<GrantWithSession>, StoreError> {
     let row = crate::with_conn!(conn, |c| oauth_grants::table
         .left_join(consent_sessions::table.on(consent_sessions::id.eq(oauth_grants::session_id)))
-        .filter(oauth_grants::code_hash.eq(code_hash))
+        .filter(oauth_grants::code_id.eq(code_id))
         .select((
             GrantRow::as_select(),
             consent_sessions::status.nullable(),
@@ -258,13 +261,13 @@ fn read_grant_with_session(
 /// from it. `false` when another exchange spent it first.
 fn spend_grant(
     conn: AnyConnection<'_>,
-    code_hash: &str,
+    code_id: &str,
     at: i64,
     issued: Option<&IssuedToken>,
 ) -> Result<bool, DbError> {
     let token = issued.map(TokenRow::from_token);
     let statement = SpendGrant {
-        code_hash,
+        code_id,
         at,
         token_id: issued.map(|token| token.token_id.as_str()),
     };
@@ -279,13 +282,13 @@ fn spend_grant(
     }))
 }
 
-/// `UPDATE oauth_grants SET consumed_at, token_id WHERE code_hash AND consumed_at IS NULL`,
+/// `UPDATE oauth_grants SET consumed_at, token_id WHERE code_id AND consumed_at IS NULL`,
 /// written out so that both backends keep it prepared: diesel never caches its own `UPDATE`
 /// statements (their changesets may skip `None` fields), and compiling this one again on every
 /// exchange was a tenth of the SQLite writer's time.
 #[derive(Debug, Clone, Copy)]
 struct SpendGrant<'a> {
-    code_hash: &'a str,
+    code_id: &'a str,
     at: i64,
     token_id: Option<&'a str>,
 }
@@ -312,8 +315,8 @@ where
         out.push_bind_param::<BigInt, _>(&self.at)?;
         out.push_sql(", token_id = ");
         out.push_bind_param::<Nullable<Text>, _>(&self.token_id)?;
-        out.push_sql(" WHERE code_hash = ");
-        out.push_bind_param::<Text, _>(self.code_hash)?;
+        out.push_sql(" WHERE code_id = ");
+        out.push_bind_param::<Text, _>(self.code_id)?;
         out.push_sql(" AND consumed_at IS NULL");
         Ok(())
     }
@@ -381,24 +384,24 @@ impl OAuthRepository for DieselOAuthStore {
         row.map(GrantRow::into_grant).transpose()
     }
 
-    async fn grant_by_code(&self, code_hash: &str) -> Result<Option<GrantWithSession>, StoreError> {
-        let hash = code_hash.to_owned();
+    async fn grant_by_code(&self, code_id: &str) -> Result<Option<GrantWithSession>, StoreError> {
+        let id = code_id.to_owned();
         self.db
-            .read(move |conn| Ok(read_grant_with_session(conn, &hash)))
+            .read(move |conn| Ok(read_grant_with_session(conn, &id)))
             .await
             .map_err(unavailable)?
     }
 
     async fn redeem(
         &self,
-        code_hash: &str,
+        code_id: &str,
         at: Timestamp,
         decide: Decide,
     ) -> Result<Redemption, StoreError> {
-        let hash = code_hash.to_owned();
+        let id = code_id.to_owned();
         self.db
             .write(move |mut conn| {
-                let found = match read_grant_with_session(conn.reborrow(), &hash) {
+                let found = match read_grant_with_session(conn.reborrow(), &id) {
                     Ok(Some(found)) => found,
                     Ok(None) => return Ok(Ok(Redemption::Untouched)),
                     // Nothing was written: the (empty) write commits, the caller sees the error.
@@ -411,7 +414,7 @@ impl OAuthRepository for DieselOAuthStore {
                 };
                 let now = at.as_millis();
                 let spent = found.grant.consumed_at.is_none()
-                    && spend_grant(conn.reborrow(), &hash, now, issued.as_ref())?;
+                    && spend_grant(conn.reborrow(), &id, now, issued.as_ref())?;
                 if spent {
                     return Ok(Ok(Redemption::Spent {
                         found: Box::new(found),
@@ -421,7 +424,7 @@ impl OAuthRepository for DieselOAuthStore {
                 // Reuse: the token the first exchange produced is revoked.
                 crate::with_conn!(conn, |c| {
                     let first: Option<Option<String>> = oauth_grants::table
-                        .find(&hash)
+                        .find(&id)
                         .select(oauth_grants::token_id)
                         .get_result(c)
                         .optional()?;

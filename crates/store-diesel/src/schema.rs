@@ -306,7 +306,8 @@ diesel::table! {
 }
 
 diesel::table! {
-    oauth_grants (code_hash) {
+    oauth_grants (code_id) {
+        code_id -> Text,
         code_hash -> Text,
         sealed_code -> Text,
         session_id -> Text,

@@ -169,6 +169,47 @@ async fn postgres_grants_and_sessions_survive_their_rebuild() {
     }
 }
 
+/// Migration 000011 gives grants a code id: a grant stored before it, whose code has the first
+/// format (`ac_` and 64 hex digits), is found under its hash, which is what the service looks up
+/// for such a code.
+async fn grants_stored_before_code_ids_are_found_by_their_hash(database: TestDatabase) {
+    use idconsent_oauth::ports::OAuthRepository;
+    use idconsent_store_diesel::DieselOAuthStore;
+
+    revert_through(&database, "code_ids");
+    execute(
+        &database,
+        "INSERT INTO oauth_grants (code_hash, sealed_code, session_id, application_id, \
+         redirect_uri, code_challenge, code_challenge_method, subject, scopes, claims, state, \
+         approved_at, expires_at, consumed_at, token_id) VALUES ('hash_before_ids', 'sealed', \
+         'ses_before_ids', 'app_upgrade', 'https://shop.example/cb', 'challenge', 'S256', \
+         '+15551234567', '[]', '{}', NULL, 1790000001000, 1790000601000, NULL, NULL)",
+    )
+    .await;
+    database.db.migrate().unwrap();
+    let grants = DieselOAuthStore::new(database.db.clone());
+    let read = grants
+        .grant_by_code("hash_before_ids")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(read.grant.code_id, "hash_before_ids");
+    assert_eq!(read.grant.code_hash, "hash_before_ids");
+    assert_eq!(read.grant.session_id.as_str(), "ses_before_ids");
+}
+
+#[tokio::test]
+async fn sqlite_grants_stored_before_code_ids_are_found_by_their_hash() {
+    grants_stored_before_code_ids_are_found_by_their_hash(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn postgres_grants_stored_before_code_ids_are_found_by_their_hash() {
+    if let Some(database) = TestDatabase::postgres() {
+        grants_stored_before_code_ids_are_found_by_their_hash(database).await;
+    }
+}
+
 /// Migration 000009 rewrites remembered signatures to "<signed at>:<signature>": a request
 /// accepted before the upgrade is still a replay after it.
 async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase) {
