@@ -14,7 +14,8 @@
 //!
 //! The exchange scenario first prepares `--codes` authorization codes, unmeasured: for each, a
 //! signed `POST /v1/oauth/requests` (S256 challenge of a fixed verifier), a sandbox approval and
-//! a status read that returns the code. It then measures exchanges of those codes; the run ends
+//! a status read that returns the code. It then measures exchanges of those codes, oldest first
+//! (as merchants exchange each code seconds after its approval); the run ends
 //! early (and says so) if they run out.
 //!
 //! `scripts/load.sh consents` and `scripts/load.sh oauth-exchange` run it against the release
@@ -449,15 +450,19 @@ async fn prepare_codes(args: &Args, base: &str, run: u16) -> Vec<String> {
                     .await;
                     assert_eq!(status, 200, "reading {session}: {read}");
                     let code = read["data"]["code"].as_str().expect("an approved code");
-                    codes.push(code.to_owned());
+                    codes.push((n, code.to_owned()));
                 }
             })
         })
         .collect();
-    let mut codes = Vec::with_capacity(wanted as usize);
+    let mut numbered = Vec::with_capacity(wanted as usize);
     for task in tasks {
-        codes.extend(task.await.unwrap());
+        numbered.extend(task.await.unwrap());
     }
+    // Exchanged in the order they were issued, as merchants do a few seconds after each approval
+    // (the connections pop from the end).
+    numbered.sort_unstable_by_key(|(n, _)| std::cmp::Reverse(*n));
+    let mut codes: Vec<String> = numbered.into_iter().map(|(_, code)| code).collect();
     let probe = codes.pop().expect("at least one code");
     let (status, token) = call(
         &reqwest::Client::new(),
