@@ -14,7 +14,7 @@ use crate::config::LogFormat;
 
 /// Installs the subscriber. Keep the guard until the process ends: dropping it flushes the
 /// lines still queued.
-#[must_use]
+#[must_use = "dropping the guard stops the log writer; hold it until the process ends"]
 pub fn init(format: LogFormat) -> WorkerGuard {
     let filter = EnvFilter::try_from_env("IDC_LOG")
         .unwrap_or_else(|_| EnvFilter::new("info,actix_server=warn,actix_web=warn"));

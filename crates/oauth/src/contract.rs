@@ -121,7 +121,7 @@ fn token(application: &ApplicationId) -> IssuedToken {
 
 fn issuing(token: &IssuedToken) -> Decide {
     let token = token.clone();
-    Box::new(move |_| Verdict::Issue(token))
+    Box::new(move |_| Verdict::Issue(Box::new(token)))
 }
 
 fn spending() -> Decide {
@@ -131,7 +131,7 @@ fn spending() -> Decide {
 /// The token a redemption recorded, if it spent the code.
 fn spent(outcome: &Redemption) -> Option<Option<&IssuedToken>> {
     match outcome {
-        Redemption::Spent { issued, .. } => Some(issued.as_ref()),
+        Redemption::Spent { issued, .. } => Some(issued.as_deref()),
         _ => None,
     }
 }

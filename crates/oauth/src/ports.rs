@@ -66,7 +66,7 @@ pub enum Verdict {
     /// approved, or already spent).
     Spend,
     /// Spend the code and record this token as issued from it.
-    Issue(IssuedToken),
+    Issue(Box<IssuedToken>),
 }
 
 /// The domain's decision over a found grant: quick, non-blocking, called at most once.
@@ -81,7 +81,7 @@ pub enum Redemption {
     /// verdict was [`Verdict::Issue`]. `found` is the grant as it was read.
     Spent {
         found: Box<GrantWithSession>,
-        issued: Option<IssuedToken>,
+        issued: Option<Box<IssuedToken>>,
     },
     /// The code had been spent before: the token issued from it is now revoked at `at` and
     /// nothing else was stored.

@@ -592,7 +592,7 @@ impl ExchangeAttempt {
         if !valid {
             return Verdict::Spend;
         }
-        Verdict::Issue(IssuedToken {
+        Verdict::Issue(Box::new(IssuedToken {
             token_id: self.token_id,
             application_id: self.requester.application_id,
             client_id: self.requester.client_id,
@@ -603,6 +603,6 @@ impl ExchangeAttempt {
             issued_at: self.now,
             expires_at: self.expires_at,
             revoked_at: None,
-        })
+        }))
     }
 }

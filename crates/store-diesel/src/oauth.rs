@@ -414,7 +414,7 @@ impl OAuthRepository for DieselOAuthStore {
                 };
                 let now = at.as_millis();
                 let spent = found.grant.consumed_at.is_none()
-                    && spend_grant(conn.reborrow(), &id, now, issued.as_ref())?;
+                    && spend_grant(conn.reborrow(), &id, now, issued.as_deref())?;
                 if spent {
                     return Ok(Ok(Redemption::Spent {
                         found: Box::new(found),
