@@ -1,7 +1,7 @@
 //! The OAuth token exchange (`POST /v1/oauth/token`, issue 6) through the real wiring: the
-//! signed-request check (key lookup, HMAC, replay insert), then the exchange itself (grant by
-//! code hash, session status, PKCE S256, an ES256 access token, and the single-use consumption of
-//! the code in the database).
+//! signed-request check (key lookup, HMAC, replay insert), then the exchange itself: one
+//! transaction that reads the grant by its code id with the session's status, checks the code's
+//! secret and PKCE S256 and spends the code; then the ES256 access token.
 //!
 //! Each iteration's code is prepared untimed (`iter_batched`): an OAuth request, a sandbox
 //! approval, the status read that reveals the code, and the request signature.
