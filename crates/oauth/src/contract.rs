@@ -5,7 +5,7 @@
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use futures_util::future::join_all;
 use idconsent_consent::{FloodLimits, Session, SessionRepository, SessionStatus, Transaction};
@@ -16,7 +16,7 @@ use idconsent_kernel::{
 };
 use serde_json::json;
 
-use crate::model::{AccessRequest, ClaimKey, Grant, IssuedToken, SessionState};
+use crate::model::{AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, SessionState};
 use crate::pkce::ChallengeMethod;
 use crate::ports::{Decide, OAuthRepository, Redemption, StoreError, Verdict};
 
@@ -128,6 +128,24 @@ fn spending() -> Decide {
     Box::new(|_| Verdict::Spend)
 }
 
+/// The grant of `code_id` with its session as `redeem` reads it, taken with an `Ignore` verdict,
+/// so nothing changes: how the suites observe a grant.
+pub async fn read_grant(store: &dyn OAuthRepository, code_id: &str) -> Option<GrantWithSession> {
+    let seen = Arc::new(Mutex::new(None));
+    let record = seen.clone();
+    let observe: Decide = Box::new(move |found| {
+        *record.lock().unwrap() = Some(found.clone());
+        Verdict::Ignore
+    });
+    let outcome = store.redeem(code_id, at(0), observe).await.unwrap();
+    assert_eq!(
+        outcome,
+        Redemption::Untouched,
+        "an ignored redemption changes nothing"
+    );
+    seen.lock().unwrap().take()
+}
+
 /// The token a redemption recorded, if it spent the code.
 fn spent(outcome: &Redemption) -> Option<Option<&IssuedToken>> {
     match outcome {
@@ -157,15 +175,11 @@ pub async fn a_grant_is_found_by_session_and_by_code(store: Arc<dyn OAuthReposit
         store.grant_of_session(&grant.session_id).await.unwrap(),
         Some(grant.clone())
     );
-    let by_code = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
+    let by_code = read_grant(store.as_ref(), &grant.code_id).await.unwrap();
     assert_eq!(by_code.grant, grant);
     assert_eq!(by_code.session, None, "no such session was ever stored");
     assert!(
-        store
-            .grant_by_code(&grant.code_hash)
-            .await
-            .unwrap()
-            .is_none(),
+        read_grant(store.as_ref(), &grant.code_hash).await.is_none(),
         "grants are found by their code's id, never by the hash"
     );
     let second = Grant {
@@ -217,23 +231,15 @@ pub async fn a_grant_is_read_with_its_session(
             environment: Environment::Live,
         })
     };
-    let read = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
+    let read = read_grant(store.as_ref(), &grant.code_id).await.unwrap();
     assert_eq!(read.grant, grant);
     assert_eq!(read.session, state(SessionStatus::Pending));
     sessions
         .decide(&session.id, SessionStatus::Approved, created, &[])
         .await
         .unwrap();
-    let read = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
+    let read = read_grant(store.as_ref(), &grant.code_id).await.unwrap();
     assert_eq!(read.session, state(SessionStatus::Approved));
-    // `redeem` judges the same view.
-    let (sender, judged) = std::sync::mpsc::channel();
-    let decide: Decide = Box::new(move |found| {
-        sender.send(found.session).unwrap();
-        Verdict::Ignore
-    });
-    store.redeem(&grant.code_id, created, decide).await.unwrap();
-    assert_eq!(judged.recv().unwrap(), state(SessionStatus::Approved));
 }
 
 pub async fn of_concurrent_redemptions_exactly_one_spends(store: Arc<dyn OAuthRepository>) {
@@ -261,10 +267,8 @@ pub async fn of_concurrent_redemptions_exactly_one_spends(store: Arc<dyn OAuthRe
             .iter()
             .all(|(outcome, _)| spent(outcome).is_some() || *outcome == Redemption::Reused)
     );
-    let stored = store
-        .grant_by_code(&grant.code_id)
+    let stored = read_grant(store.as_ref(), &grant.code_id)
         .await
-        .unwrap()
         .unwrap()
         .grant;
     assert_eq!(stored.consumed_at, Some(at(100)));
@@ -312,10 +316,8 @@ pub async fn a_failed_attempt_consumes_the_code(store: Arc<dyn OAuthRepository>)
         .await
         .unwrap();
     assert_eq!(spent(&outcome), Some(None));
-    let stored = store
-        .grant_by_code(&grant.code_id)
+    let stored = read_grant(store.as_ref(), &grant.code_id)
         .await
-        .unwrap()
         .unwrap()
         .grant;
     assert_eq!(stored.consumed_at, Some(at(50)));
@@ -335,22 +337,12 @@ pub async fn an_ignored_or_unknown_code_changes_nothing(store: Arc<dyn OAuthRepo
     let application: ApplicationId = ids().next();
     let grant = grant(&ids().next(), &application);
     store.insert_grant(&grant).await.unwrap();
-    let seen = Arc::new(std::sync::Mutex::new(None));
-    let record = seen.clone();
-    let ignoring: Decide = Box::new(move |found| {
-        *record.lock().unwrap() = Some(found.clone());
-        Verdict::Ignore
-    });
-    assert_eq!(
-        store
-            .redeem(&grant.code_id, at(100), ignoring)
-            .await
-            .unwrap(),
-        Redemption::Untouched
-    );
-    let seen = seen.lock().unwrap().take().expect("decide saw the grant");
+    // `read_grant` redeems with an `Ignore` verdict and checks the outcome is `Untouched`.
+    let seen = read_grant(store.as_ref(), &grant.code_id)
+        .await
+        .expect("decide saw the grant");
     assert_eq!(seen.grant, grant);
-    let stored = store.grant_by_code(&grant.code_id).await.unwrap().unwrap();
+    let stored = read_grant(store.as_ref(), &grant.code_id).await.unwrap();
     assert_eq!(stored.grant, grant, "an ignored attempt spends nothing");
 
     let never: Decide = Box::new(|_| panic!("decide is not asked about a code nobody has"));

@@ -92,10 +92,9 @@ pub enum Redemption {
 ///
 /// Contract:
 /// - `insert_request` / `insert_grant` are one per session (`Duplicate` otherwise).
-/// - `grant_by_code` returns the grant of a code id with its session's current status and
-///   environment, read together (`session: None` when there is no such session).
-/// - `redeem` is one transaction: it reads the grant of `code_id` with its session (as
-///   `grant_by_code` does), asks `decide`, and applies the verdict. `Ignore`, or no such grant:
+/// - `redeem` is one transaction: it reads the grant of `code_id` with its session's current
+///   status and environment (`session: None` when there is no such session), asks `decide`,
+///   and applies the verdict. `Ignore`, or no such grant:
 ///   `Untouched`. `Spend` or `Issue` on an unspent grant: the grant is marked consumed at `at`
 ///   and the issued token stored and linked to it (`Spent`). On a grant spent before, whatever
 ///   the verdict but `Ignore`: the token it produced is revoked at `at` and nothing is stored
@@ -107,7 +106,6 @@ pub trait OAuthRepository: Send + Sync + fmt::Debug {
     async fn find_request(&self, session: &SessionId) -> Result<Option<AccessRequest>, StoreError>;
     async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError>;
     async fn grant_of_session(&self, session: &SessionId) -> Result<Option<Grant>, StoreError>;
-    async fn grant_by_code(&self, code_id: &str) -> Result<Option<GrantWithSession>, StoreError>;
     async fn redeem(
         &self,
         code_id: &str,

@@ -384,14 +384,6 @@ impl OAuthRepository for DieselOAuthStore {
         row.map(GrantRow::into_grant).transpose()
     }
 
-    async fn grant_by_code(&self, code_id: &str) -> Result<Option<GrantWithSession>, StoreError> {
-        let id = code_id.to_owned();
-        self.db
-            .read(move |conn| Ok(read_grant_with_session(conn, &id)))
-            .await
-            .map_err(unavailable)?
-    }
-
     async fn redeem(
         &self,
         code_id: &str,

@@ -110,6 +110,7 @@ async fn grants_and_sessions_survive_their_rebuild(database: TestDatabase) {
     use idconsent_kernel::Environment;
     use idconsent_kernel::id::{SessionId, TypedId};
     use idconsent_oauth::SessionState;
+    use idconsent_oauth::contract::read_grant;
     use idconsent_oauth::ports::OAuthRepository;
     use idconsent_store_diesel::{DieselOAuthStore, DieselSessionStore};
 
@@ -141,7 +142,7 @@ async fn grants_and_sessions_survive_their_rebuild(database: TestDatabase) {
     assert_eq!(stored.status, SessionStatus::Approved);
     assert_eq!(stored.recipient.as_str(), "+15551234567");
     let grants = DieselOAuthStore::new(database.db.clone());
-    let read = grants.grant_by_code("hash_upgrade").await.unwrap().unwrap();
+    let read = read_grant(&grants, "hash_upgrade").await.unwrap();
     assert_eq!(read.grant.session_id, session);
     assert_eq!(read.grant.scopes, vec!["openid".to_owned()]);
     assert_eq!(
@@ -173,7 +174,7 @@ async fn postgres_grants_and_sessions_survive_their_rebuild() {
 /// format (`ac_` and 64 hex digits), is found under its hash, which is what the service looks up
 /// for such a code.
 async fn grants_stored_before_code_ids_are_found_by_their_hash(database: TestDatabase) {
-    use idconsent_oauth::ports::OAuthRepository;
+    use idconsent_oauth::contract::read_grant;
     use idconsent_store_diesel::DieselOAuthStore;
 
     revert_through(&database, "code_ids");
@@ -188,11 +189,7 @@ async fn grants_stored_before_code_ids_are_found_by_their_hash(database: TestDat
     .await;
     database.db.migrate().unwrap();
     let grants = DieselOAuthStore::new(database.db.clone());
-    let read = grants
-        .grant_by_code("hash_before_ids")
-        .await
-        .unwrap()
-        .unwrap();
+    let read = read_grant(&grants, "hash_before_ids").await.unwrap();
     assert_eq!(read.grant.code_id, "hash_before_ids");
     assert_eq!(read.grant.code_hash, "hash_before_ids");
     assert_eq!(read.grant.session_id.as_str(), "ses_before_ids");
