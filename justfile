@@ -19,6 +19,7 @@ lint:
     cargo fmt --all --check
     cargo clippy --all-targets -- -D warnings
     bash .ci/check-dependency-rule
+    bash .ci/check-handler-imports
 
 # Criterion benchmarks (figures go to docs/performance.md).
 bench:

@@ -15,6 +15,7 @@ on_both_backends!(
     operator_routes_need_the_operator_token,
     a_test_message_reaches_the_dev_mailbox,
     garbage_to_any_route_is_never_a_5xx,
+    contract_rules_hold_wherever_the_problem_is,
 );
 
 async fn health_and_readiness_report_the_backend(app: TestApp) {
@@ -364,14 +365,10 @@ mod production {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn dev_routes_do_not_exist_and_unconfigured_channels_are_named() {
+        // Nothing but the master key and the operator token (which the test config sets):
+        // OAuth signing keys are created in the database on first start.
         let app = TestApp::start_with(Backend::Sqlite, |config| {
             config.mode = Mode::Production;
-            // Production never generates OAuth signing keys; the operator creates them
-            // (`idconsent admin oauth-keys rotate`).
-            let now =
-                idconsent_kernel::Timestamp::from_millis(idconsent_e2e::scenario::now_millis());
-            idconsent_jose::Es256KeyRing::open_or_create(config.oauth_keys_dir.clone(), now)
-                .unwrap();
         })
         .await
         .unwrap();
@@ -400,4 +397,107 @@ mod production {
         json(queued, 202).await;
         app.stop().await;
     }
+}
+
+/// CONTRACT §1, found through the real binary: deep nesting is malformed even in a field the
+/// endpoint ignores (JSON and signed routes), a missing required field is 400, and a
+/// well-formed number out of range is 422 — and none of them changes anything.
+async fn contract_rules_hold_wherever_the_problem_is(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let nested = |levels: usize| format!("{}{}", "[".repeat(levels), "]".repeat(levels));
+
+    // A JSON route: registration with a deep, ignored extra field.
+    let mut registration = app.registration();
+    let with_deep = |body: &Value, levels: usize| {
+        let text = serde_json::to_string(body).unwrap();
+        format!(
+            "{},\"ignored\":{}}}",
+            &text[..text.len() - 1],
+            nested(levels)
+        )
+    };
+    let refused = app
+        .client
+        .post(app.url("/v1/merchants/register"))
+        .header("content-type", "application/json")
+        .body(with_deep(&registration, 200))
+        .send()
+        .await
+        .unwrap();
+    error(refused, 400, "bad_request").await;
+    registration["email"] = json!(format!("fresh-{}", registration["email"].as_str().unwrap()));
+    let accepted = app
+        .client
+        .post(app.url("/v1/merchants/register"))
+        .header("content-type", "application/json")
+        .body(with_deep(&registration, 100))
+        .send()
+        .await
+        .unwrap();
+    json(accepted, 201).await;
+
+    // A signed route: consent creation with the same trick; no session is created.
+    let consent = json!({
+        "clientId": application.client_id,
+        "recipient": "+15550001234",
+        "intent": "TRANSACTION",
+        "callbackUrl": "http://127.0.0.1:9/hooks",
+        "transaction": {"type": "payment", "description": "Order", "amount": 1,
+                        "currency": "EUR", "payee": "Shop"}
+    });
+    let refused = app
+        .signed(
+            Method::POST,
+            "/v1/consents/auth",
+            &application.sandbox_key,
+            &application.secret,
+            with_deep(&consent, 200).as_bytes(),
+        )
+        .send()
+        .await
+        .unwrap();
+    error(refused, 400, "bad_request").await;
+    let deliveries = json(
+        app.signed(
+            Method::GET,
+            "/v1/webhooks/deliveries",
+            &application.sandbox_key,
+            &application.secret,
+            b"",
+        )
+        .send()
+        .await
+        .unwrap(),
+        200,
+    )
+    .await;
+    assert_eq!(deliveries["data"]["pagination"]["total"], 0);
+
+    // A missing required field, and null for one: 400.
+    for body in [
+        json!({"callbackUrl": "https://shop.example/hooks"}),
+        json!({"name": null, "callbackUrl": "https://shop.example/hooks"}),
+    ] {
+        let refused = app
+            .as_merchant(Method::POST, "/v1/merchants/applications", &merchant.token)
+            .json(&body)
+            .send()
+            .await
+            .unwrap();
+        error(refused, 400, "bad_request").await;
+    }
+
+    // A well-formed number out of range: 422 naming the field.
+    let refused = app
+        .as_merchant(Method::POST, "/v1/merchants/documents", &merchant.token)
+        .json(
+            &json!({"type": "business_registration", "fileName": "r.pdf",
+                      "mimeType": "application/pdf", "size": -1, "contentBase64": "JVBERg=="}),
+        )
+        .send()
+        .await
+        .unwrap();
+    let refused = error(refused, 422, "validation_error").await;
+    assert_eq!(refused["details"][0]["field"], "size");
 }

@@ -1,9 +1,14 @@
 //! End-to-end tests over real HTTP. One binary, one module per area.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod blobs;
 mod consents;
+mod contract;
+mod devices;
 mod endusers;
 mod foundation;
+mod gates;
+mod limits;
 mod merchants;
 mod oauth;
 mod oauth_browser;

@@ -1157,7 +1157,7 @@ mod private_callbacks {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn are_refused_unless_allowed() {
         let app = TestApp::start_with(Backend::Sqlite, |config| {
-            config.allow_private_callbacks = false
+            config.webhooks.allow_private_callbacks = false
         })
         .await
         .unwrap();

@@ -20,6 +20,7 @@ on_both_backends!(
     bad_requests_are_refused,
     twenty_concurrent_exchanges_yield_one_token,
     a_rejection_is_reported_without_a_code,
+    signing_keys_are_shared_by_processes_and_rotate_without_a_restart,
 );
 
 const REDIRECT: &str = "https://shop.example/oauth/callback";
@@ -427,21 +428,14 @@ async fn bad_requests_are_refused(app: TestApp) {
         "bad_request",
     )
     .await;
-    // An expired code: a server whose codes live one second.
-    app.stop().await;
-    let app = TestApp::start_with(idconsent_e2e::Backend::Sqlite, |config| {
-        config.oauth_code_ttl = Duration::from_secs(1);
-    })
-    .await
-    .unwrap();
-    let application = setup(&app, &receiver).await;
+    // An expired code: codes live ten minutes.
     let (session, _) = request(&app, &application, "+15550004445", json!({})).await;
     sandbox_approve(&app, &application, &session).await;
     let code = status(&app, &application, &session).await["code"]
         .as_str()
         .unwrap()
         .to_owned();
-    tokio::time::sleep(Duration::from_millis(1100)).await;
+    app.advance(Duration::from_secs(601));
     invalid_grant(exchange(&app, &application, &code, VERIFIER).await).await;
     app.stop().await;
 }
@@ -520,4 +514,125 @@ fn base64url(text: &str) -> Vec<u8> {
     base64::engine::general_purpose::URL_SAFE_NO_PAD
         .decode(text)
         .unwrap()
+}
+
+/// A token exchanged at `base` (another process on the same database) for a fresh approved
+/// request; returns the access token.
+async fn token_from(app: &TestApp, base: &str, application: &Application, phone: &str) -> String {
+    let (session, _) = request(app, application, phone, json!({})).await;
+    sandbox_approve(app, application, &session).await;
+    let code = status(app, application, &session).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let body = serde_json::to_vec(&json!({"code": code, "codeVerifier": VERIFIER})).unwrap();
+    let timestamp = app.signing_millis().to_string();
+    let signature = idconsent_auth_hmac::sign_request(
+        application.secret.as_bytes(),
+        &application.sandbox_key,
+        &timestamp,
+        &body,
+    );
+    let exchanged = app
+        .client
+        .post(format!("{base}/v1/oauth/token"))
+        .header("x-api-key", &application.sandbox_key)
+        .header("x-timestamp", timestamp)
+        .header("x-signature", signature)
+        .header("content-type", "application/json")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    json(exchanged, 200).await["access_token"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn kid_of(token: &str) -> String {
+    let header: Value =
+        serde_json::from_slice(&base64url(token.split('.').next().unwrap())).unwrap();
+    header["kid"].as_str().unwrap().to_owned()
+}
+
+async fn kids_at(app: &TestApp, base: &str) -> Vec<String> {
+    let jwks = json_raw(
+        app.client
+            .get(format!("{base}/.well-known/jwks.json"))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    jwks["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|key| key["kid"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+async fn userinfo_status(app: &TestApp, base: &str, token: &str) -> u16 {
+    app.client
+        .get(format!("{base}/v1/oauth/userinfo"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
+
+/// CONTRACT §9: production needs no key files; two processes on one database sign and verify
+/// with the same keys, and a rotation reaches every process without a restart — published
+/// everywhere before any process signs with it.
+async fn signing_keys_are_shared_by_processes_and_rotate_without_a_restart(app: TestApp) {
+    let receiver = Receiver::start().await;
+    let application = setup(&app, &receiver).await;
+    let other = app.second_server().await;
+    let (here, there) = (app.base.clone(), other.url());
+    let first_kids = kids_at(&app, &here).await;
+    assert_eq!(first_kids.len(), 1);
+    assert_eq!(kids_at(&app, &there).await, first_kids);
+
+    // A token signed by one process verifies at the other.
+    let token = token_from(&app, &there, &application, "+15550007001").await;
+    assert_eq!(kid_of(&token), first_kids[0]);
+    assert_eq!(userinfo_status(&app, &here, &token).await, 200);
+
+    // Rotate on this process; the other publishes the new key within its reload interval.
+    let rotated = json(
+        app.as_operator(Method::POST, "/v1/admin/oauth-keys/rotate")
+            .send()
+            .await
+            .unwrap(),
+        201,
+    )
+    .await;
+    let new_kid = rotated["data"]["kid"].as_str().unwrap().to_owned();
+    crate::foundation::eventually(|| {
+        let (app, there, new_kid) = (&app, &there, &new_kid);
+        async move { kids_at(app, there).await.contains(new_kid).then_some(()) }
+    })
+    .await;
+
+    // Once the activation delay has passed, the other process signs with the new key, and this
+    // one verifies it; the old token still verifies everywhere.
+    app.advance(Duration::from_secs(5));
+    let mut attempt = 0;
+    let fresh = crate::foundation::eventually(|| {
+        attempt += 1;
+        let (app, there, application, new_kid) = (&app, &there, &application, &new_kid);
+        let phone = format!("+155500071{attempt:02}");
+        async move {
+            let token = token_from(app, there, application, &phone).await;
+            (kid_of(&token) == *new_kid).then_some(token)
+        }
+    })
+    .await;
+    assert_eq!(userinfo_status(&app, &here, &fresh).await, 200);
+    assert_eq!(userinfo_status(&app, &there, &token).await, 200);
+    other.stop().await;
+    app.stop().await;
 }

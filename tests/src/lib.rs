@@ -3,6 +3,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use idconsent_kernel::ShiftedClock;
 
 pub mod enduser;
 pub mod receiver;
@@ -19,6 +23,10 @@ pub struct TestApp {
     pub base: String,
     pub client: reqwest::Client,
     pub backend: Backend,
+    /// The service's clock: the system clock until a test moves it on ([`TestApp::advance`]).
+    pub clock: Arc<ShiftedClock>,
+    /// The last `X-Timestamp` this app's requests were signed with (see `scenario::signed`).
+    last_signed: AtomicI64,
     server: Option<idconsent_server::RunningServer>,
     _database: TestDatabase,
     _data_dir: tempfile::TempDir,
@@ -44,20 +52,48 @@ impl TestApp {
         }
         let database = TestDatabase::of(backend)?;
         let data_dir = tempfile::tempdir().unwrap();
+        let clock = Arc::new(ShiftedClock::new());
         let mut config = idconsent_server::Config::for_tests(
             PathBuf::from(data_dir.path()),
             database.url.clone(),
         );
+        config.clock = Some(clock.clone());
         adjust(&mut config);
         let server = idconsent_server::start(config).await.unwrap();
         Some(Self {
             base: server.url(),
             client: reqwest::Client::builder().build().unwrap(),
             backend,
+            clock,
+            last_signed: AtomicI64::new(0),
             server: Some(server),
             _database: database,
             _data_dir: data_dir,
         })
+    }
+
+    /// Moves the service's clock forward: expiry, retention and schedules happen as if `by`
+    /// had passed (background workers notice at their next poll, within 100 ms).
+    pub fn advance(&self, by: std::time::Duration) {
+        self.clock.advance(by);
+    }
+
+    /// The service's time, in milliseconds since the epoch.
+    pub fn now_millis(&self) -> i64 {
+        idconsent_kernel::Clock::now(self.clock.as_ref()).as_millis()
+    }
+
+    /// A signing timestamp on the service's clock, strictly increasing for this app: the server
+    /// refuses a second request with the same key, timestamp and body as a replay.
+    pub fn signing_millis(&self) -> i64 {
+        let now = self.now_millis();
+        let previous = self
+            .last_signed
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
+                Some(now.max(last + 1))
+            })
+            .expect("the update closure always returns Some");
+        now.max(previous + 1)
     }
 
     /// The database this app runs on (for a second process on the same data).
@@ -93,10 +129,11 @@ impl TestApp {
     /// Another server process on the same database (same keys): for behaviour that must hold
     /// across processes.
     pub async fn second_server(&self) -> idconsent_server::RunningServer {
-        let config = idconsent_server::Config::for_tests(
+        let mut config = idconsent_server::Config::for_tests(
             PathBuf::from(self._data_dir.path()),
             self._database.url.clone(),
         );
+        config.clock = Some(self.clock.clone());
         idconsent_server::start(config).await.unwrap()
     }
 

@@ -45,23 +45,6 @@ pub fn now_millis() -> i64 {
         .as_millis() as i64
 }
 
-/// The current time in milliseconds, strictly increasing across calls in this process.
-///
-/// The server refuses a second request with the same key, timestamp and body as a replay, so
-/// two identical requests sent within one millisecond (a test re-reading a status, say) must
-/// not share a timestamp.
-pub fn unique_signing_millis() -> i64 {
-    use std::sync::atomic::{AtomicI64, Ordering};
-    static LAST: AtomicI64 = AtomicI64::new(0);
-    let now = now_millis();
-    let previous = LAST
-        .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |last| {
-            Some(now.max(last + 1))
-        })
-        .expect("the update closure always returns Some");
-    now.max(previous + 1)
-}
-
 impl TestApp {
     /// A request with a merchant session.
     pub fn as_merchant(&self, method: Method, path: &str, token: &str) -> RequestBuilder {
@@ -316,6 +299,6 @@ impl TestApp {
         secret: &str,
         body: &[u8],
     ) -> RequestBuilder {
-        self.signed_at(method, path, api_key, secret, body, unique_signing_millis())
+        self.signed_at(method, path, api_key, secret, body, self.signing_millis())
     }
 }

@@ -69,8 +69,9 @@ impl Bench {
         let creator = ConsentService::new(
             Arc::new(DieselSessionStore::new(db.clone())),
             Arc::new(Anyone),
-            context.clock.clone(),
-            context.ids.clone(),
+            Arc::new(idconsent_kernel::Unmetered),
+            common::clock(),
+            common::ids(),
             None,
             ConsentSettings {
                 flood: FloodLimits {
@@ -162,7 +163,11 @@ async fn enroll(context: &AppContext, passkey: &mut SoftPasskey, phone: &str) {
         )
         .await
         .unwrap();
-    let messages = context.messages.list_for(phone, 10).await.unwrap();
+    let messages = context
+        .notifier
+        .sent_to(&idconsent_notification::Address::parse(phone).unwrap(), 10)
+        .await
+        .unwrap();
     let code = messages
         .last()
         .and_then(|message| message.code.clone())
@@ -330,8 +335,8 @@ fn steps(bench: &mut Bench, rounds: usize) {
         "write decide consent + outbox",
     ];
     let ceremony = WebauthnCeremony::from_origin_list(
-        &bench.context.config.rp_id,
-        &bench.context.config.rp_origins,
+        &bench.context.config.passkeys.rp_id,
+        &bench.context.config.passkeys.rp_origins,
     )
     .unwrap();
     let mut step_times: Vec<Vec<Duration>> = vec![Vec::new(); NAMES.len()];
@@ -368,7 +373,7 @@ fn steps(bench: &mut Bench, rounds: usize) {
             .finish_authentication(&challenge.state, &credential)
             .unwrap();
         mark(2);
-        let now = context.clock.now();
+        let now = common::clock().now();
         assert_eq!(
             rt.block_on(store.spend_assertion(&id, &device.id, verified.counter, now))
                 .unwrap(),
@@ -380,7 +385,7 @@ fn steps(bench: &mut Bench, rounds: usize) {
             .unwrap();
         mark(4);
         let also = vec![Outbox::new(
-            context.ids.as_ref(),
+            common::ids().as_ref(),
             EventType::AuthSuccess,
             loaded.application_id.clone(),
             loaded.environment,
@@ -388,11 +393,11 @@ fn steps(bench: &mut Bench, rounds: usize) {
             json!({"challengeId": challenge_id, "phone": PHONE}),
             &[CALLBACK],
         )];
-        rt.block_on(
-            context
-                .consents
-                .decide(loaded, Decision::Approve, None, also),
-        )
+        rt.block_on(context.consents.decide(
+            loaded,
+            Decision::Approve,
+            idconsent_webhook::Effects::events(also),
+        ))
         .unwrap();
         mark(5);
         replica_times.push(started.elapsed());
@@ -439,9 +444,11 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
         .block_on(ChallengeRepository::find(store, &challenge_id))
         .unwrap()
         .expect("the challenge");
-    let ceremony =
-        WebauthnCeremony::from_origin_list(&context.config.rp_id, &context.config.rp_origins)
-            .unwrap();
+    let ceremony = WebauthnCeremony::from_origin_list(
+        &context.config.passkeys.rp_id,
+        &context.config.passkeys.rp_origins,
+    )
+    .unwrap();
     let credential_id = ceremony.asserted_credential_id(&credential).unwrap();
     let device = rt
         .block_on(store.by_credential(&credential_id))
@@ -493,7 +500,7 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
         |b| {
             b.iter_batched(
                 || {
-                    rt.block_on(store.record_use(&device.id, next_counter(), context.clock.now()))
+                    rt.block_on(store.record_use(&device.id, next_counter(), common::clock().now()))
                         .unwrap()
                 },
                 |_| {
@@ -514,7 +521,7 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
         b.iter_batched(
             || {
                 let fresh = Challenge {
-                    id: context.ids.next(),
+                    id: common::ids().next(),
                     ..challenge.clone()
                 };
                 rt.block_on(ChallengeRepository::insert(store, &fresh))
@@ -527,7 +534,7 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
                         &id,
                         &device.id,
                         next_counter(),
-                        context.clock.now()
+                        common::clock().now()
                     ))
                     .unwrap(),
                     Spent::Spent
@@ -546,19 +553,19 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
             || bench.new_session(),
             |session| {
                 let also = vec![Outbox::new(
-                    context.ids.as_ref(),
+                    common::ids().as_ref(),
                     EventType::AuthSuccess,
                     session.application_id.clone(),
                     session.environment,
-                    context.clock.now(),
+                    common::clock().now(),
                     json!({"challengeId": challenge_id, "phone": PHONE}),
                     &[CALLBACK],
                 )];
-                rt.block_on(
-                    context
-                        .consents
-                        .decide(session, Decision::Approve, None, also),
-                )
+                rt.block_on(context.consents.decide(
+                    session,
+                    Decision::Approve,
+                    idconsent_webhook::Effects::events(also),
+                ))
                 .unwrap()
             },
             BatchSize::SmallInput,

@@ -10,7 +10,7 @@ mod common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use idconsent_merchant::access::SignedHeaders;
+use idconsent_access::SignedHeaders;
 
 const BODY: &[u8] = br#"{"clientId":"cli_01JDKX9Q6N8V3T5R7W2Y4Z6B8C","recipient":"+15551234567","intent":"LOGIN","callbackUrl":"https://merchant.example/hooks/consent","transaction":{"type":"login","description":"Sign in to Example Shop","amount":0,"currency":"USD","payee":"Example Shop"}}"#;
 
@@ -25,6 +25,7 @@ fn signed_request(c: &mut Criterion) {
     let common::Wired {
         runtime,
         context,
+        db,
         dir: _dir,
         ..
     } = common::wired();
@@ -61,6 +62,7 @@ fn signed_request(c: &mut Criterion) {
             |(timestamp, signature, body)| {
                 runtime.block_on(async {
                     let identified = context
+                        .requests
                         .access
                         .identify(SignedHeaders {
                             api_key: Some(&api_key),
@@ -69,7 +71,12 @@ fn signed_request(c: &mut Criterion) {
                         })
                         .await
                         .unwrap();
-                    context.access.verify(identified, &body).await.unwrap()
+                    context
+                        .requests
+                        .access
+                        .verify(identified, &body)
+                        .await
+                        .unwrap()
                 })
             },
             BatchSize::SmallInput,
@@ -83,6 +90,7 @@ fn signed_request(c: &mut Criterion) {
         b.iter(|| {
             runtime.block_on(async {
                 context
+                    .requests
                     .access
                     .identify(SignedHeaders {
                         api_key: Some(&api_key),
@@ -95,13 +103,13 @@ fn signed_request(c: &mut Criterion) {
         });
     });
     let mut n = 0u64;
+    let replay_guard = idconsent_store_diesel::DieselMerchantStore::new(db.clone());
     group.bench_function("replay_insert_only", |b| {
-        use idconsent_merchant::ports::ReplayGuard;
+        use idconsent_access::ports::ReplayGuard;
         b.iter(|| {
             n += 1;
             runtime.block_on(async {
-                context
-                    .merchant_store
+                replay_guard
                     .first_use(
                         &format!("bench-{n}"),
                         idconsent_kernel::Timestamp::from_millis(now_millis() + 60_000),
@@ -115,7 +123,7 @@ fn signed_request(c: &mut Criterion) {
         b.iter(|| runtime.block_on(async { tokio::task::spawn_blocking(|| 1).await.unwrap() }));
     });
     group.bench_function("hmac_verify_only", |b| {
-        use idconsent_merchant::ports::RequestSignatures;
+        use idconsent_access::ports::RequestSignatures;
         let port = idconsent_auth_hmac::HmacRequestSignatures;
         b.iter(|| port.verify(secret.as_bytes(), &api_key, &timestamp, BODY, &signature));
     });

@@ -14,9 +14,9 @@ mod common;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use criterion::{Criterion, criterion_group, criterion_main};
+use idconsent_access::Caller;
+use idconsent_access::SignedHeaders;
 use idconsent_consent::Decision;
-use idconsent_merchant::Caller;
-use idconsent_merchant::access::SignedHeaders;
 use idconsent_oauth::CreateAccessRequest;
 use idconsent_server::context::AppContext;
 use idconsent_server::http::consents::requester;
@@ -78,6 +78,7 @@ impl Bench {
         let signature =
             idconsent_auth_hmac::sign_request(secret.as_bytes(), api_key, &timestamp, b"{}");
         let identified = context
+            .requests
             .access
             .identify(SignedHeaders {
                 api_key: Some(api_key),
@@ -86,7 +87,12 @@ impl Bench {
             })
             .await
             .unwrap();
-        context.access.verify(identified, b"{}").await.unwrap()
+        context
+            .requests
+            .access
+            .verify(identified, b"{}")
+            .await
+            .unwrap()
     }
 
     /// An approved OAuth request's code, and a signed exchange request for it.
@@ -123,7 +129,11 @@ impl Bench {
                 .unwrap();
             let session = context
                 .oauth
-                .decide(session, Decision::Approve, Vec::new())
+                .decide(
+                    session,
+                    Decision::Approve,
+                    idconsent_webhook::Effects::default(),
+                )
                 .await
                 .unwrap();
             let status = context
@@ -164,6 +174,7 @@ impl Bench {
             for request in &prepared {
                 let requester = if signed {
                     let identified = context
+                        .requests
                         .access
                         .identify(SignedHeaders {
                             api_key: Some(api_key),
@@ -173,6 +184,7 @@ impl Bench {
                         .await
                         .unwrap();
                     let caller = context
+                        .requests
                         .access
                         .verify(identified, &request.body)
                         .await

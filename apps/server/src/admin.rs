@@ -12,27 +12,8 @@ use secrecy::ExposeSecret;
 use crate::cli::{AdminCommand, MerchantCommand, OauthKeyCommand};
 use crate::config::Config;
 use crate::context::AppContext;
-use idconsent_jose::Es256KeyRing;
 
 pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
-    // Keys come first: a production server cannot even be wired without one.
-    if let AdminCommand::OauthKeys(OauthKeyCommand::Rotate) = command {
-        let now = idconsent_kernel::Clock::now(&idconsent_kernel::SystemClock);
-        let dir = config.oauth_keys_dir.clone();
-        let kid = match Es256KeyRing::open(dir.clone()) {
-            Ok(mut ring) => ring.rotate(now).map_err(|e| e.to_string())?,
-            Err(_) => Es256KeyRing::open_or_create(dir.clone(), now)
-                .map_err(|e| e.to_string())?
-                .active_kid()
-                .to_owned(),
-        };
-        let _ = writeln!(
-            std::io::stdout(),
-            "active OAuth signing key: {kid} (in {})",
-            dir.display()
-        );
-        return Ok(());
-    }
     let database_url = config.database_url.expose_secret().to_owned();
     let db_options = config.db.clone();
     let db = tokio::task::spawn_blocking(move || -> Result<Db, String> {
@@ -42,7 +23,9 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
     })
     .await
     .map_err(|e| e.to_string())??;
-    let context = AppContext::build(config, db).map_err(|e| e.to_string())?;
+    let context = AppContext::build(config, db)
+        .await
+        .map_err(|e| e.to_string())?;
     let merchants = &context.merchants;
     let mut out = std::io::stdout();
     match command {
@@ -73,7 +56,31 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
                 .map_err(|e| e.to_string())?;
             let _ = writeln!(out, "approved: {}", line(&merchant));
         }
-        AdminCommand::OauthKeys(_) => {}
+        AdminCommand::OauthKeys(OauthKeyCommand::Rotate) => {
+            let rotated = context
+                .oauth_keys
+                .rotate()
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(
+                out,
+                "new OAuth signing key {} (published now, signing from {})",
+                rotated.kid, rotated.activates_at
+            );
+        }
+        AdminCommand::OauthKeys(OauthKeyCommand::List) => {
+            for key in context.oauth_keys.list().await.map_err(|e| e.to_string())? {
+                let retired = key.retired_at.map(|at| at.to_string());
+                let _ = writeln!(
+                    out,
+                    "{:<44} created {}  signs from {}  retired {}",
+                    key.kid,
+                    key.created_at,
+                    key.activates_at,
+                    retired.as_deref().unwrap_or("-")
+                );
+            }
+        }
         AdminCommand::Merchants(MerchantCommand::Reject { id, reason }) => {
             let merchant = merchants
                 .reject_merchant(&id, &reason)

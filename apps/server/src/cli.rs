@@ -47,9 +47,12 @@ pub enum AdminCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum OauthKeyCommand {
-    /// Create the first key, or a new active key; the previous one keeps verifying (and stays
-    /// in the JWKS) until its last token expires. Restart the servers to sign with it.
+    /// Add a new signing key: every server publishes it within the reload interval and signs
+    /// with it after `IDC_OAUTH_KEY_ACTIVATION_SECONDS`; the previous key keeps verifying (and
+    /// stays in the JWKS) until its last token expires. No restart needed.
     Rotate,
+    /// The keys in the database: kid, created, signing from, retired.
+    List,
 }
 
 #[derive(Debug, Subcommand)]

@@ -1,6 +1,5 @@
 #![doc = include_str!("../README.md")]
 
-mod adapters;
 mod admin;
 pub mod cli;
 pub mod config;
@@ -8,6 +7,7 @@ pub mod context;
 pub mod http;
 pub mod server;
 mod telemetry;
+mod wiring;
 mod workers;
 
 pub use config::{Config, Mode, Settings};

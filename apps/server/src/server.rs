@@ -69,12 +69,12 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let workers = config.http_workers;
     let handle_signals = config.handle_signals;
     let mode = config.mode;
-    let context = Arc::new(AppContext::build(config, db)?);
+    let context = Arc::new(AppContext::build(config, db).await?);
     tracing::info!(
         address = %addr,
-        database = context.db.backend().as_str(),
+        database = context.system.database(),
         mode = ?mode,
-        notifications = ?context.dispatcher.transport_names(),
+        notifications = ?context.system.transport_names(),
         "idconsent listening"
     );
 

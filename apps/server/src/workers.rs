@@ -8,8 +8,6 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
-use idconsent_merchant::ports::{IdempotencyStore, ReplayGuard};
-
 use crate::context::AppContext;
 
 /// Starts every background worker.
@@ -18,24 +16,25 @@ pub fn spawn_all(
     shutdown: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     let interval = context.config.worker_poll_interval;
-    let dispatcher = context.dispatcher.clone();
-    let store = context.merchant_store.clone();
+    let dispatcher = context.workers.notifications.clone();
+    let requests = context.requests.clone();
     let endusers = context.endusers.clone();
-    let clock = context.clock.clone();
+    let send_limits = context.send_limits.clone();
     let maintenance = spawn_loop(
         "maintenance",
         Duration::from_secs(60),
         Arc::new(Notify::new()),
         shutdown.clone(),
         move || {
-            let (store, endusers, now) = (store.clone(), endusers.clone(), clock.now());
+            let (requests, endusers, send_limits) =
+                (requests.clone(), endusers.clone(), send_limits.clone());
             async move {
                 // Replay fingerprints and idempotency keys only matter until they expire.
-                if let Err(error) = ReplayGuard::forget_expired(store.as_ref(), now).await {
-                    tracing::warn!(error = %chain(&error), "forgetting expired request fingerprints failed");
+                if let Err(error) = requests.forget_expired().await {
+                    tracing::warn!(error = %chain(&error), "forgetting expired request fingerprints or idempotency keys failed");
                 }
-                if let Err(error) = IdempotencyStore::forget_expired(store.as_ref(), now).await {
-                    tracing::warn!(error = %chain(&error), "forgetting expired idempotency keys failed");
+                if let Err(error) = send_limits.forget_old().await {
+                    tracing::warn!(error = %chain(&error), "forgetting old send-limit counters failed");
                 }
                 if let Err(error) = endusers.forget_expired_challenges().await {
                     tracing::warn!(error = %chain(&error), "forgetting expired FIDO challenges failed");
@@ -44,7 +43,7 @@ pub fn spawn_all(
             }
         },
     );
-    let webhooks = context.webhooks.clone();
+    let webhooks = context.workers.webhooks.clone();
     let deliver = spawn_loop(
         "webhooks",
         interval,
@@ -94,7 +93,46 @@ pub fn spawn_all(
             }
         },
     );
+    let oauth_keys = context.oauth_keys.clone();
+    // Polled: another process may rotate the shared signing keys at any time.
+    let reload_keys = spawn_loop(
+        "oauth-keys",
+        oauth_keys.reload_interval(),
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        move || {
+            let oauth_keys = oauth_keys.clone();
+            async move {
+                if let Err(error) = oauth_keys.reload().await {
+                    tracing::warn!(error = %chain(&error), "reloading the OAuth signing keys failed");
+                }
+                0
+            }
+        },
+    );
+    let recoveries = context.endusers.clone();
+    // Polled, not woken: a recovery ends when its time comes.
+    let recover = spawn_loop(
+        "device-recovery",
+        interval,
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        move || {
+            let recoveries = recoveries.clone();
+            async move {
+                match recoveries.activate_due_recoveries().await {
+                    Ok(activated) => activated,
+                    Err(error) => {
+                        tracing::warn!(error = %chain(&error), "activating recovered devices failed");
+                        0
+                    }
+                }
+            }
+        },
+    );
     vec![
+        recover,
+        reload_keys,
         maintenance,
         deliver,
         expire,
@@ -143,7 +181,7 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 
 /// Runs `round` until shutdown: again at once while it finds work, otherwise after `interval`
 /// or when `wake` is notified.
-fn spawn_loop<F, Fut>(
+pub(crate) fn spawn_loop<F, Fut>(
     name: &'static str,
     interval: Duration,
     wake: Arc<Notify>,

@@ -162,24 +162,45 @@ fn production_refuses_to_start_without_its_secrets() {
 }
 
 #[test]
-fn the_operator_creates_and_rotates_oauth_signing_keys() {
+fn the_operator_rotates_and_lists_the_shared_oauth_signing_keys() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("idconsent.db").display());
-    let keys = dir.path().join("oauth-keys");
-    let rotate = || {
+    // A key directory of an earlier version is imported into the database on first start.
+    let legacy_dir = dir.path().join("legacy-keys");
+    let now = idconsent_kernel::Timestamp::from_millis(1_763_719_200_000);
+    let legacy = idconsent_jose::Es256KeyRing::open_or_create(&legacy_dir, now)
+        .unwrap()
+        .active_kid()
+        .to_owned();
+    let keys = |command: &str| {
         let output = idconsent(dir.path(), &url)
-            .env("IDC_OAUTH_KEYS_DIR", &keys)
-            .args(["admin", "oauth-keys", "rotate"])
+            .env("IDC_OAUTH_KEYS_DIR", &legacy_dir)
+            .args(["admin", "oauth-keys", command])
             .output()
             .unwrap();
         assert!(output.status.success(), "{output:?}");
-        let stdout = String::from_utf8(output.stdout).unwrap();
-        assert!(stdout.starts_with("active OAuth signing key: "), "{stdout}");
-        stdout
+        String::from_utf8(output.stdout).unwrap()
     };
-    let first = rotate();
-    let second = rotate();
-    assert_ne!(first, second, "a new active key");
+    let listed = keys("list");
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.starts_with(&legacy), "{listed}");
+    assert!(listed.trim_end().ends_with("retired -"), "{listed}");
+
+    let rotated = keys("rotate");
+    assert!(rotated.starts_with("new OAuth signing key "), "{rotated}");
+    let new_kid = rotated.split_whitespace().nth(4).unwrap().to_owned();
+    assert_ne!(new_kid, legacy);
+    let listed = keys("list");
+    let lines: Vec<&str> = listed.lines().collect();
+    assert_eq!(lines.len(), 2, "{listed}");
+    assert!(
+        lines[0].starts_with(&legacy) && !lines[0].ends_with("retired -"),
+        "{listed}"
+    );
+    assert!(
+        lines[1].starts_with(&new_kid) && lines[1].ends_with("retired -"),
+        "{listed}"
+    );
 }
 
 #[test]

@@ -93,8 +93,36 @@ pub async fn enroll(wallet: &mut Wallet, api: &Api, request: Enroll) -> anyhow::
     let device_id = text(&registered, "deviceId")?;
     let credential_id = text(&registered, "credentialId")?;
     wallet.file.credential_id = Some(credential_id.clone());
+    wallet.file.pending_device_id = Some(device_id.clone());
     wallet.save()?;
+    // A phone that already has devices: one of them must approve this one (or a recovery must
+    // run its course) before the enrollment can be finished (`finish`).
+    if registered["status"] == "pending" {
+        return Ok(Enrolled {
+            enrollment_id,
+            device_id,
+            credential_id,
+            status: "pending".into(),
+        });
+    }
+    finish(wallet, api).await
+}
 
+/// Finishes the wallet's enrollment with its passkey: right after registering, or once
+/// another device approved this one (or its recovery ended).
+pub async fn finish(wallet: &mut Wallet, api: &Api) -> anyhow::Result<Enrolled> {
+    let enrollment_id = wallet
+        .file
+        .enrollment_id
+        .clone()
+        .context("this wallet has no enrollment; run `enroll` first")?;
+    let device_id = wallet
+        .file
+        .pending_device_id
+        .clone()
+        .or_else(|| wallet.file.device_id.clone())
+        .context("this wallet registered no passkey; run `enroll` first")?;
+    let credential_id = wallet.file.credential_id.clone().unwrap_or_default();
     let (challenge_id, _context, credential) =
         sign(wallet, api, "enrollment", Some(&enrollment_id)).await?;
     let verified = api
@@ -105,6 +133,7 @@ pub async fn enroll(wallet: &mut Wallet, api: &Api, request: Enroll) -> anyhow::
         .await?;
     // Only a completed enrollment makes this wallet a device that can approve.
     wallet.file.device_id = Some(device_id.clone());
+    wallet.file.pending_device_id = None;
     wallet.save()?;
     Ok(Enrolled {
         enrollment_id,
@@ -161,6 +190,7 @@ pub fn verified_context(
         ("login", _) => Expected::Login,
         ("enrollment", Some(id)) => Expected::Enrollment(id),
         ("consent", Some(id)) => Expected::Consent(id),
+        ("device_add", Some(id)) => Expected::DeviceAdd(id),
         _ => bail!("the wallet does not sign for {purpose}"),
     };
     Ok(commitment::verify(started, wallet.phone()?, expected)?.clone())
@@ -209,6 +239,22 @@ pub async fn decide(
         status: completed["status"].as_str().unwrap_or_default().to_owned(),
         verified: completed["verified"] == Value::Bool(true),
     })
+}
+
+/// Starts a recovery for the wallet's pending device: it becomes active after the cooling-off
+/// period unless one of the phone's devices rejects it. Returns the device as the service
+/// shows it (with `recoveryEndsAt`).
+pub async fn recover(wallet: &Wallet, api: &Api) -> anyhow::Result<Value> {
+    let enrollment_id = wallet
+        .file
+        .enrollment_id
+        .clone()
+        .context("this wallet has no enrollment; run `enroll` first")?;
+    api.post(
+        &format!("/v1/enrollments/{enrollment_id}/recovery"),
+        &json!({}),
+    )
+    .await
 }
 
 /// Signs in with the passkey (purpose `login`) and keeps the token pair.

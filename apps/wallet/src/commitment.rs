@@ -17,6 +17,8 @@ pub enum Expected<'a> {
     Login,
     Enrollment(&'a str),
     Consent(&'a str),
+    /// A new device of the wallet's phone asks to join (ADR 0013).
+    DeviceAdd(&'a str),
 }
 
 /// Checks an `authenticate/begin` response (`data`) for `phone` and `expected`; returns the
@@ -80,6 +82,16 @@ pub fn verify<'a>(
                 bail!("refusing to sign: the context is not consent session {id}");
             }
         }
+        Expected::DeviceAdd(id) => {
+            ensure!(
+                field("type") == "device_add" && field("deviceId") == id,
+                "refusing to sign: the context is not the new device {id}"
+            );
+            ensure!(
+                field("phone") == phone,
+                "refusing to sign: the device is for another phone"
+            );
+        }
     }
     Ok(context)
 }
@@ -112,6 +124,13 @@ pub fn describe(context: &Value) -> Vec<(&'static str, String)> {
         }
         push("payee", &transaction["payee"]);
         push("description", &transaction["description"]);
+    }
+    if context["type"] == "device_add" {
+        push("new device", &context["name"]);
+        push("platform", &context["platform"]);
+        push("asked at", &context["requestedAt"]);
+        push("recovery", &context["recoveryEndsAt"]);
+        push("device", &context["deviceId"]);
     }
     push("environment", &context["environment"]);
     push("session", &context["sessionId"]);

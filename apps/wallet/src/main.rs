@@ -64,6 +64,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Command {
     /// Enroll a phone: SMS code, passkey registration and enrollment verification in one go.
+    /// On a phone that already has devices the new device is pending: approve it from one of
+    /// them (`approve dev_…`), or start a recovery (`recover`), then `finish`.
     Enroll {
         /// E.164 phone number, e.g. +15557654321.
         #[arg(long)]
@@ -81,15 +83,24 @@ enum Command {
         #[arg(long)]
         otp_from_dev_mailbox: bool,
     },
+    /// Finish a pending enrollment once another device approved this one (or its recovery
+    /// ended).
+    Finish,
+    /// No device left to approve this one: start a recovery (it becomes active after the
+    /// cooling-off period unless one of the phone's devices rejects it).
+    Recover,
     /// Sign in with the passkey and keep the app tokens in the wallet.
     Login,
     /// List this user's devices (signs in or refreshes the token as needed).
     Devices,
-    /// Show what a consent asks, after checking the challenge commits to it; signs nothing.
+    /// Show what a consent (or a new device, `dev_…`) asks, after checking the challenge
+    /// commits to it; signs nothing.
     Show(Target),
-    /// Show a consent, check the commitment, then approve it with the passkey.
+    /// Show a consent or a new device of this phone, check the commitment, then approve it with
+    /// the passkey.
     Approve(Target),
-    /// Show a consent, check the commitment, then reject it with the passkey.
+    /// Show a consent or a new device of this phone, check the commitment, then reject it with
+    /// the passkey.
     Reject(Target),
     /// Print the wallet: server, origin, phone, device.
     Info,
@@ -111,11 +122,12 @@ enum Command {
     },
 }
 
-/// The consent: its session id, its QR payload (`idconsent://auth/…`), or its QR PNG.
+/// What to decide: a consent — its session id, its QR payload (`idconsent://auth/…`) or its QR
+/// PNG — or a new device of this phone (`dev_…`).
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 struct Target {
-    /// `cs_…` or the QR payload `idconsent://auth/cs_…`.
+    /// `cs_…`, the QR payload `idconsent://auth/cs_…`, or a pending device `dev_…`.
     session: Option<String>,
     /// A PNG of the consent's QR code (`-` for standard input).
     #[arg(long)]
@@ -123,6 +135,14 @@ struct Target {
 }
 
 impl Target {
+    /// The purpose and the object's id.
+    fn purpose(&self) -> anyhow::Result<(&'static str, String)> {
+        match &self.session {
+            Some(id) if id.starts_with("dev_") => Ok(("device_add", id.clone())),
+            _ => Ok(("consent", self.session_id()?)),
+        }
+    }
+
     fn session_id(&self) -> anyhow::Result<String> {
         match (&self.session, &self.qr) {
             (_, Some(path)) => qr::session_id(&qr::read_png(path)?),
@@ -219,10 +239,23 @@ async fn run_app(cli: Cli) -> anyhow::Result<()> {
                     "wallet": path,
                 }));
             } else {
-                say!("Enrolled {phone} ({})", enrolled.status);
-                say!("  enrollment  {}", enrolled.enrollment_id);
-                say!("  device      {}", enrolled.device_id);
-                say!("  wallet      {}", path.display());
+                if enrolled.status == "pending" {
+                    say!("Registered a passkey for {phone}, pending approval");
+                    say!("  enrollment  {}", enrolled.enrollment_id);
+                    say!("  device      {} (pending)", enrolled.device_id);
+                    say!("  wallet      {}", path.display());
+                    say!(
+                        "This phone already has devices: approve this one from one of them \
+                         (idconsent-wallet approve {}), or start a recovery \
+                         (idconsent-wallet recover); then run idconsent-wallet finish.",
+                        enrolled.device_id
+                    );
+                } else {
+                    say!("Enrolled {phone} ({})", enrolled.status);
+                    say!("  enrollment  {}", enrolled.enrollment_id);
+                    say!("  device      {}", enrolled.device_id);
+                    say!("  wallet      {}", path.display());
+                }
             }
         }
         Command::Login => {
@@ -253,11 +286,39 @@ async fn run_app(cli: Cli) -> anyhow::Result<()> {
                 print_devices(wallet.phone()?, &devices, &this);
             }
         }
+        Command::Finish => {
+            let (mut wallet, api) = open_enrolling(&path, server, origin)?;
+            let enrolled = app::finish(&mut wallet, &api).await?;
+            if json {
+                print_json(&json!({
+                    "enrollmentId": enrolled.enrollment_id,
+                    "status": enrolled.status,
+                    "deviceId": enrolled.device_id,
+                }));
+            } else {
+                say!("Enrolled {} ({})", wallet.phone()?, enrolled.status);
+                say!("  device      {}", enrolled.device_id);
+            }
+        }
+        Command::Recover => {
+            let (wallet, api) = open_enrolling(&path, server, origin)?;
+            let device = app::recover(&wallet, &api).await?;
+            if json {
+                print_json(&device);
+            } else {
+                say!(
+                    "Recovery started: device {} becomes active at {} unless one of the phone's \
+                     devices rejects it; then run `idconsent-wallet finish`",
+                    device["id"].as_str().unwrap_or_default(),
+                    device["recoveryEndsAt"].as_str().unwrap_or_default()
+                );
+            }
+        }
         Command::Show(target) => {
-            let session = target.session_id()?;
+            let (purpose, session) = target.purpose()?;
             let (wallet, api) = open(&path, server, origin)?;
-            let started = app::begin(&wallet, &api, "consent", Some(&session)).await?;
-            let context = app::verified_context(&wallet, &started, "consent", Some(&session))?;
+            let started = app::begin(&wallet, &api, purpose, Some(&session)).await?;
+            let context = app::verified_context(&wallet, &started, purpose, Some(&session))?;
             if json {
                 print_json(&json!({
                     "sessionId": session,
@@ -303,6 +364,25 @@ async fn run_app(cli: Cli) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A wallet that registered a passkey (its enrollment may be pending) and a client for its
+/// server.
+fn open_enrolling(
+    path: &Path,
+    server: Option<String>,
+    origin: Option<String>,
+) -> anyhow::Result<(Wallet, Api)> {
+    let mut wallet =
+        Wallet::open(path)?.with_context(|| format!("no wallet at {}", path.display()))?;
+    if let Some(server) = server {
+        wallet.file.server = api::normalise_server(&server);
+    }
+    if let Some(origin) = origin {
+        wallet.file.origin = origin;
+    }
+    let api = Api::new(&wallet.file.server, &wallet.file.installation_id)?;
+    Ok((wallet, api))
+}
+
 /// An enrolled wallet and a client for its server (`--server`/`--origin` override for this run).
 fn open(
     path: &Path,
@@ -328,11 +408,11 @@ async fn decide(
     target: &Target,
     decision: &str,
 ) -> anyhow::Result<()> {
-    let session = target.session_id()?;
+    let (purpose, session) = target.purpose()?;
     let (mut wallet, api) = open(path, server, origin)?;
-    let started = app::begin(&wallet, &api, "consent", Some(&session)).await?;
+    let started = app::begin(&wallet, &api, purpose, Some(&session)).await?;
     // Nothing is signed unless the challenge commits to exactly this context.
-    let context = app::verified_context(&wallet, &started, "consent", Some(&session))?;
+    let context = app::verified_context(&wallet, &started, purpose, Some(&session))?;
     if !json {
         print_context(&session, &context, &started);
     }
@@ -351,8 +431,13 @@ async fn decide(
         } else {
             "Rejected"
         };
+        let what = if purpose == "device_add" {
+            "device"
+        } else {
+            "session"
+        };
         say!(
-            "{done} with the passkey: session {session} is now {}",
+            "{done} with the passkey: {what} {session} is now {}",
             decided.status
         );
     }
@@ -360,7 +445,11 @@ async fn decide(
 }
 
 fn print_context(session: &str, context: &Value, started: &Value) {
-    say!("Consent request {session}");
+    if context["type"] == "device_add" {
+        say!("A new device asks to join this phone's account: {session}");
+    } else {
+        say!("Consent request {session}");
+    }
     for (label, value) in commitment::describe(context) {
         say!("  {label:<12} {value}");
     }
@@ -384,6 +473,9 @@ fn print_devices(phone: &str, devices: &[Value], this: &str) {
             field(device, "createdAt"),
             field(device, "lastUsedAt"),
         );
+        if let Some(ends) = device["recoveryEndsAt"].as_str() {
+            say!("      recovery ends {ends} unless rejected");
+        }
     }
     if devices.is_empty() {
         say!("  (none)");

@@ -31,6 +31,10 @@ pub struct WalletFile {
     pub device_id: Option<String>,
     #[serde(default)]
     pub credential_id: Option<String>,
+    /// A registered device waiting for approval by another device of the phone (or for the end
+    /// of its recovery); `finish` completes the enrollment once it is active.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_device_id: Option<String>,
     /// Standard base64 of [`SoftPasskey::save`] (keys and signature counter).
     #[serde(default)]
     pub passkey: Option<String>,
@@ -70,6 +74,7 @@ impl Wallet {
                 enrollment_id: None,
                 device_id: None,
                 credential_id: None,
+                pending_device_id: None,
                 passkey: None,
                 tokens: None,
             },

@@ -357,3 +357,85 @@ async fn the_wallet_walkthrough() {
 
     app.stop().await;
 }
+
+/// ADR 0013 through the wallet: a second wallet for an enrolled phone shows its device pending;
+/// the first wallet sees it, approves it with its passkey, and the second finishes its
+/// enrollment; a third asks for a recovery instead.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_wallet_waits_for_the_first() {
+    let app = TestApp::start(Backend::Sqlite).await.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second, third) = (
+        dir.path().join("first.json"),
+        dir.path().join("second.json"),
+        dir.path().join("third.json"),
+    );
+    let phone = format!("+1555{}", &unique()[..7]);
+    let enroll = |file: PathBuf| {
+        let (app, phone) = (&app, phone.clone());
+        async move {
+            wallet_json(
+                app,
+                &file,
+                &[
+                    "--json",
+                    "enroll",
+                    "--phone",
+                    &phone,
+                    "--otp-from-dev-mailbox",
+                ],
+            )
+            .await
+        }
+    };
+    assert_eq!(enroll(first.clone()).await["status"], "completed");
+
+    // The second wallet's device is pending; its text output says what to do.
+    let output = wallet(
+        &app,
+        &second,
+        &["enroll", "--phone", &phone, "--otp-from-dev-mailbox"],
+    )
+    .await;
+    let text = String::from_utf8_lossy(&output.stdout).to_string();
+    assert!(output.status.success(), "{text}");
+    assert!(text.contains("pending approval"), "{text}");
+    let pending = wallet_json(&app, &second, &["--json", "info"]).await;
+    let pending_device = text
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("device"))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_owned();
+    assert!(pending_device.starts_with("dev_"), "{text} {pending}");
+    // It cannot finish before the approval.
+    assert!(!wallet(&app, &second, &["finish"]).await.status.success());
+
+    // The first wallet lists it as pending, shows what it approves, and approves it.
+    let devices = wallet_json(&app, &first, &["--json", "devices"]).await;
+    let listed = devices["devices"].as_array().unwrap();
+    assert!(
+        listed
+            .iter()
+            .any(|d| d["id"] == pending_device.as_str() && d["status"] == "pending"),
+        "{devices}"
+    );
+    let approved = wallet_json(&app, &first, &["--json", "approve", &pending_device]).await;
+    assert_eq!(approved["status"], "active");
+    assert_eq!(approved["context"]["type"], "device_add");
+    let finished = wallet_json(&app, &second, &["--json", "finish"]).await;
+    assert_eq!(finished["status"], "completed");
+
+    // A third wallet with no one to approve it starts a recovery.
+    let output = wallet(
+        &app,
+        &third,
+        &["enroll", "--phone", &phone, "--otp-from-dev-mailbox"],
+    )
+    .await;
+    assert!(output.status.success());
+    let recovering = wallet_json(&app, &third, &["--json", "recover"]).await;
+    assert_eq!(recovering["status"], "pending");
+    assert!(recovering["recoveryEndsAt"].as_str().is_some());
+    app.stop().await;
+}

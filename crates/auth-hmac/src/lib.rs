@@ -2,7 +2,7 @@
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use idconsent_merchant::ports::RequestSignatures;
+use idconsent_access::ports::RequestSignatures;
 use ring::hmac;
 
 /// What a client sends as `X-Signature`.

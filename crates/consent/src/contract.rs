@@ -9,12 +9,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::join_all;
+use idconsent_kernel::id::MerchantId;
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
+use idconsent_kernel::{Charge, Metric, QuotaExceeded, UsagePeriod};
 use idconsent_kernel::{
     Currency, Environment, IdGenerator, Intent, Money, OsRandom, PageRequest, PhoneNumber,
     SystemClock, Timestamp, UlidGenerator,
 };
-use idconsent_webhook::{DeliveryStore, EventType, Outbox};
+use idconsent_webhook::{DeliveryStore, Effects, EventType, Outbox};
 use serde_json::json;
 
 use crate::model::{Session, SessionStatus, Transaction};
@@ -33,6 +35,9 @@ macro_rules! session_repository_contract {
     ($make:path) => {
         $crate::session_repository_contract!(@cases $make;
             a_created_session_comes_back_with_its_event,
+            a_create_over_its_quota_writes_nothing,
+            a_decision_over_its_quota_writes_nothing,
+            concurrent_charges_never_exceed_the_quota,
             pending_sessions_per_application_are_limited,
             expired_or_decided_sessions_do_not_count_as_pending,
             sessions_per_window_are_limited_across_applications,
@@ -126,7 +131,7 @@ async fn create(stores: &Stores, session: &Session, now: Timestamp) -> Result<()
     let event = outbox(session, EventType::ConsentCreated, now);
     stores
         .sessions
-        .create(session, &[event], &limits(), now)
+        .create(session, &Effects::events(vec![event]), &limits(), now)
         .await
 }
 
@@ -211,7 +216,12 @@ pub async fn expired_or_decided_sessions_do_not_count_as_pending(stores: Stores)
     create(&stores, &decided, at(0)).await.unwrap();
     stores
         .sessions
-        .decide(&decided.id, SessionStatus::Approved, at(5), &[])
+        .decide(
+            &decided.id,
+            SessionStatus::Approved,
+            at(5),
+            &Effects::default(),
+        )
         .await
         .unwrap();
     let old = session(&application, Environment::Live, &recipient, at(1));
@@ -231,7 +241,7 @@ pub async fn expired_or_decided_sessions_do_not_count_as_pending(stores: Stores)
         );
         stores
             .sessions
-            .create(&next, &[], &limits, next.created_at)
+            .create(&next, &Effects::default(), &limits, next.created_at)
             .await
             .unwrap();
     }
@@ -324,7 +334,12 @@ pub async fn a_decision_is_recorded_once_with_its_event(stores: Stores) {
     let approved = outbox(&original, EventType::ConsentApproved, at(100));
     stores
         .sessions
-        .decide(&original.id, SessionStatus::Approved, at(100), &[approved])
+        .decide(
+            &original.id,
+            SessionStatus::Approved,
+            at(100),
+            &Effects::events(vec![approved]),
+        )
         .await
         .unwrap();
     let stored = stores.sessions.find(&original.id).await.unwrap().unwrap();
@@ -333,7 +348,12 @@ pub async fn a_decision_is_recorded_once_with_its_event(stores: Stores) {
     let rejected = outbox(&original, EventType::ConsentRejected, at(200));
     let again = stores
         .sessions
-        .decide(&original.id, SessionStatus::Rejected, at(200), &[rejected])
+        .decide(
+            &original.id,
+            SessionStatus::Rejected,
+            at(200),
+            &Effects::events(vec![rejected]),
+        )
         .await;
     assert!(matches!(again, Err(StoreError::NotPending)), "{again:?}");
     assert_eq!(
@@ -364,7 +384,7 @@ pub async fn of_concurrent_decisions_exactly_one_wins(stores: Stores) {
             let event = outbox(&original, event_type, at(50));
             stores
                 .sessions
-                .decide(&original.id, status, at(50), &[event])
+                .decide(&original.id, status, at(50), &Effects::events(vec![event]))
                 .await
         }
     });
@@ -387,7 +407,7 @@ pub async fn a_session_cannot_be_decided_after_its_expiry(stores: Stores) {
             &original.id,
             SessionStatus::Approved,
             original.expires_at,
-            &[],
+            &Effects::default(),
         )
         .await;
     assert!(matches!(late, Err(StoreError::NotPending)), "{late:?}");
@@ -396,7 +416,12 @@ pub async fn a_session_cannot_be_decided_after_its_expiry(stores: Stores) {
 pub async fn deciding_an_unknown_session_is_not_found(stores: Stores) {
     let outcome = stores
         .sessions
-        .decide(&ids().next(), SessionStatus::Approved, at(0), &[])
+        .decide(
+            &ids().next(),
+            SessionStatus::Approved,
+            at(0),
+            &Effects::default(),
+        )
         .await;
     assert!(matches!(outcome, Err(StoreError::NotFound)), "{outcome:?}");
 }
@@ -450,4 +475,126 @@ pub async fn due_sessions_expire_once(stores: Stores) {
             .iter()
             .any(|s| s.id == due.id)
     );
+}
+
+fn charge(merchant: &MerchantId, metric: Metric, limit: u64) -> Charge {
+    Charge {
+        merchant_id: merchant.clone(),
+        metric,
+        period: UsagePeriod::of(at(0)),
+        limit: Some(limit),
+    }
+}
+
+pub async fn a_create_over_its_quota_writes_nothing(stores: Stores) {
+    let merchant: MerchantId = ids().next();
+    let application: ApplicationId = ids().next();
+    let mut created = Vec::new();
+    for n in 0..3 {
+        let session = session(&application, Environment::Live, &phone(), at(n));
+        let effects = Effects {
+            outbox: vec![outbox(&session, EventType::ConsentCreated, at(n))],
+            charges: vec![charge(&merchant, Metric::Consents, 2)],
+        };
+        created.push((
+            session.clone(),
+            stores
+                .sessions
+                .create(&session, &effects, &limits(), at(n))
+                .await,
+        ));
+    }
+    assert!(created[0].1.is_ok() && created[1].1.is_ok(), "{created:?}");
+    let (refused, outcome) = &created[2];
+    assert!(
+        matches!(
+            outcome,
+            Err(CreateError::Quota(QuotaExceeded {
+                metric: Metric::Consents,
+                ..
+            }))
+        ),
+        "{outcome:?}"
+    );
+    assert_eq!(stores.sessions.find(&refused.id).await.unwrap(), None);
+    assert!(events_of(&stores, refused).await.is_empty());
+    // Another merchant's quota is its own.
+    let other = session(&application, Environment::Live, &phone(), at(5));
+    let effects = Effects {
+        outbox: Vec::new(),
+        charges: vec![charge(&ids().next(), Metric::Consents, 2)],
+    };
+    stores
+        .sessions
+        .create(&other, &effects, &limits(), at(5))
+        .await
+        .unwrap();
+}
+
+pub async fn a_decision_over_its_quota_writes_nothing(stores: Stores) {
+    let merchant: MerchantId = ids().next();
+    let application: ApplicationId = ids().next();
+    let first = session(&application, Environment::Live, &phone(), at(0));
+    let second = session(&application, Environment::Live, &phone(), at(0));
+    create(&stores, &first, at(0)).await.unwrap();
+    create(&stores, &second, at(0)).await.unwrap();
+    let approving = |session: &Session| Effects {
+        outbox: vec![outbox(session, EventType::ConsentApproved, at(1))],
+        charges: vec![charge(&merchant, Metric::Authentications, 1)],
+    };
+    stores
+        .sessions
+        .decide(
+            &first.id,
+            SessionStatus::Approved,
+            at(1),
+            &approving(&first),
+        )
+        .await
+        .unwrap();
+    let refused = stores
+        .sessions
+        .decide(
+            &second.id,
+            SessionStatus::Approved,
+            at(1),
+            &approving(&second),
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::Quota(_))), "{refused:?}");
+    let unchanged = stores.sessions.find(&second.id).await.unwrap().unwrap();
+    assert_eq!(unchanged.status, SessionStatus::Pending);
+    assert_eq!(
+        events_of(&stores, &second).await,
+        vec![EventType::ConsentCreated]
+    );
+}
+
+pub async fn concurrent_charges_never_exceed_the_quota(stores: Stores) {
+    let merchant: MerchantId = ids().next();
+    let application: ApplicationId = ids().next();
+    let attempts = (0..12).map(|_| {
+        let stores = stores.clone();
+        let merchant = merchant.clone();
+        let application = application.clone();
+        async move {
+            // A fresh recipient each, so only the quota can refuse.
+            let session = session(&application, Environment::Live, &phone(), at(0));
+            let effects = Effects {
+                outbox: Vec::new(),
+                charges: vec![charge(&merchant, Metric::Consents, 5)],
+            };
+            stores
+                .sessions
+                .create(&session, &effects, &limits(), at(0))
+                .await
+        }
+    });
+    let outcomes = join_all(attempts).await;
+    let created = outcomes.iter().filter(|o| o.is_ok()).count();
+    let refused = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(CreateError::Quota(_))))
+        .count();
+    assert_eq!((created, refused), (5, 7), "{outcomes:?}");
 }

@@ -1,4 +1,4 @@
-use idconsent_kernel::{ErrorCategory, ValidationErrors};
+use idconsent_kernel::{ErrorCategory, QuotaExceeded, ValidationErrors};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConsentError {
@@ -15,6 +15,12 @@ pub enum ConsentError {
         message: &'static str,
         retry_after_secs: u64,
     },
+    /// A monthly quota of the merchant's plan is used up; nothing was written.
+    #[error("{quota}")]
+    QuotaExceeded {
+        quota: QuotaExceeded,
+        retry_after_secs: u64,
+    },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -26,7 +32,9 @@ impl ConsentError {
             ConsentError::Forbidden(_) => ErrorCategory::Forbidden,
             ConsentError::NotFound(_) => ErrorCategory::NotFound,
             ConsentError::Conflict(_) => ErrorCategory::Conflict,
-            ConsentError::RateLimited { .. } => ErrorCategory::RateLimited,
+            ConsentError::RateLimited { .. } | ConsentError::QuotaExceeded { .. } => {
+                ErrorCategory::RateLimited
+            }
             ConsentError::Unavailable(_) => ErrorCategory::Internal,
         }
     }
@@ -45,6 +53,11 @@ impl From<crate::ports::StoreError> for ConsentError {
             crate::ports::StoreError::NotPending => {
                 ConsentError::Conflict("The session is no longer pending".into())
             }
+            // Services map quotas with the time (`ConsentService::quota`); this is a fallback.
+            crate::ports::StoreError::Quota(quota) => ConsentError::QuotaExceeded {
+                quota,
+                retry_after_secs: 1,
+            },
             crate::ports::StoreError::Unavailable(source) => ConsentError::Unavailable(source),
         }
     }

@@ -1,6 +1,8 @@
 #![doc = include_str!("../README.md")]
 
+mod approval;
 mod error;
+pub mod events;
 mod model;
 pub mod ports;
 mod service;
@@ -8,6 +10,7 @@ mod service;
 #[cfg(feature = "contract")]
 pub mod contract;
 
+pub use approval::{ConsentApprovals, IntentExtension, audience_of};
 pub use error::ConsentError;
 pub use model::{Decision, Session, SessionStatus, Transaction};
 pub use ports::{CreateRefused, FloodLimits, RecipientDirectory, SessionRepository, StoreError};

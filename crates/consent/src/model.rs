@@ -1,6 +1,5 @@
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
 use idconsent_kernel::{Environment, Intent, Money, PhoneNumber, Timestamp};
-use serde_json::{Value, json};
 
 /// Where a session is. `Pending` is the only state that changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -92,32 +91,14 @@ impl Session {
         }
     }
 
-    /// The session as the API shows it (and as `consent.*` events carry it), as of `now`.
-    pub fn to_json(&self, now: Timestamp) -> Value {
-        let status = self.status_at(now);
-        let decided_at = match (status, self.decided_at) {
+    /// When the session was decided, as of `now`: a pending session past its expiry reads as
+    /// decided (expired) at its expiry, whether or not the sweeper has recorded it yet.
+    pub fn decided_at_as_of(&self, now: Timestamp) -> Option<Timestamp> {
+        match (self.status_at(now), self.decided_at) {
             (_, Some(at)) => Some(at),
             (SessionStatus::Expired, None) => Some(self.expires_at),
             _ => None,
-        };
-        json!({
-            "sessionId": self.id.as_str(),
-            "clientId": self.client_id.as_str(),
-            "recipient": self.recipient.as_str(),
-            "intent": self.intent.as_str(),
-            "status": status.as_str(),
-            "transaction": {
-                "type": self.transaction.kind,
-                "description": self.transaction.description,
-                "amount": self.transaction.amount.major_f64(),
-                "currency": self.transaction.amount.currency().code(),
-                "payee": self.transaction.payee,
-            },
-            "callbackUrl": self.callback_url,
-            "createdAt": self.created_at.to_rfc3339(),
-            "expiresAt": self.expires_at.to_rfc3339(),
-            "decidedAt": decided_at.map(Timestamp::to_rfc3339),
-        })
+        }
     }
 }
 
@@ -157,12 +138,17 @@ mod tests {
             SessionStatus::Pending
         );
         assert_eq!(
+            session.decided_at_as_of(Timestamp::from_millis(300_999)),
+            None
+        );
+        assert_eq!(
             session.status_at(Timestamp::from_millis(301_000)),
             SessionStatus::Expired
         );
-        let shown = session.to_json(Timestamp::from_millis(400_000));
-        assert_eq!(shown["status"], "expired");
-        assert_eq!(shown["decidedAt"], "1970-01-01T00:05:01.000Z");
+        assert_eq!(
+            session.decided_at_as_of(Timestamp::from_millis(400_000)),
+            Some(Timestamp::from_millis(301_000))
+        );
         let decided = Session {
             status: SessionStatus::Approved,
             decided_at: Some(Timestamp::from_millis(2_000)),
@@ -172,15 +158,9 @@ mod tests {
             decided.status_at(Timestamp::from_millis(999_999)),
             SessionStatus::Approved
         );
-    }
-
-    #[test]
-    fn the_json_form_carries_the_transaction_in_major_units() {
-        let shown = session().to_json(Timestamp::from_millis(2_000));
-        assert_eq!(shown["transaction"]["amount"], 19.99);
-        assert_eq!(shown["transaction"]["currency"], "USD");
-        assert_eq!(shown["transaction"]["type"], "payment");
-        assert_eq!(shown["status"], "pending");
-        assert_eq!(shown["decidedAt"], Value::Null);
+        assert_eq!(
+            decided.decided_at_as_of(Timestamp::from_millis(999_999)),
+            Some(Timestamp::from_millis(2_000))
+        );
     }
 }

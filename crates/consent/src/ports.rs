@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use idconsent_kernel::id::SessionId;
-use idconsent_kernel::{PhoneNumber, Timestamp};
-use idconsent_webhook::Outbox;
+use idconsent_kernel::{PhoneNumber, QuotaExceeded, Timestamp};
+use idconsent_webhook::{Effects, Outbox};
 
 use crate::model::{Session, SessionStatus};
 
@@ -17,6 +17,9 @@ pub enum StoreError {
     /// The session is no longer pending (or its expiry has passed).
     #[error("the session is no longer pending")]
     NotPending,
+    /// A charge of the write's effects is over its quota; nothing was written.
+    #[error(transparent)]
+    Quota(QuotaExceeded),
     #[error("consent storage failed")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -54,6 +57,9 @@ pub enum CreateRefused {
 pub enum CreateError {
     #[error("flood limit reached")]
     Refused(CreateRefused),
+    /// A charge of the effects is over its quota; nothing was written.
+    #[error(transparent)]
+    Quota(QuotaExceeded),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -61,14 +67,16 @@ pub enum CreateError {
 /// Sessions and the outbox of their events.
 ///
 /// Contract:
-/// - `create` inserts the session and its outbox entries atomically, unless, counted in the
+/// - `create` inserts the session and its effects (outbox entries, usage charges) atomically,
+///   `Quota` when a charge is over its limit (nothing written), unless, counted in the
 ///   same transaction (and serialised per recipient and environment, so concurrent creates
 ///   cannot both pass): the recipient already has `pending_per_application` sessions from this
 ///   application that are pending and unexpired at `now`, or `per_window` sessions created in
 ///   this environment within `window` before `now` — then nothing is written and the refusal
 ///   says when to retry.
 /// - `find` returns the session as stored (callers judge expiry with `Session::status_at`).
-/// - `decide` moves a session from pending to `status` at `at`, with its outbox, atomically;
+/// - `decide` moves a session from pending to `status` at `at`, with its effects (outbox,
+///   charges), atomically; `Quota` when a charge is over its limit (nothing written);
 ///   `NotPending` when it is no longer pending or `at` is not before its expiry; `NotFound`
 ///   for an unknown id. Of two concurrent decisions exactly one succeeds.
 /// - `due_for_expiry` lists sessions pending at `now` whose expiry has passed, oldest expiry
@@ -79,7 +87,7 @@ pub trait SessionRepository: Send + Sync + fmt::Debug {
     async fn create(
         &self,
         session: &Session,
-        outbox: &[Outbox],
+        effects: &Effects,
         limits: &FloodLimits,
         now: Timestamp,
     ) -> Result<(), CreateError>;
@@ -89,7 +97,7 @@ pub trait SessionRepository: Send + Sync + fmt::Debug {
         id: &SessionId,
         status: SessionStatus,
         at: Timestamp,
-        outbox: &[Outbox],
+        effects: &Effects,
     ) -> Result<(), StoreError>;
     async fn due_for_expiry(&self, now: Timestamp, limit: u32) -> Result<Vec<Session>, StoreError>;
     async fn expire(

@@ -3,16 +3,17 @@ use std::time::Duration;
 
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{
-    Clock, Currency, Environment, IdGenerator, Intent, Money, Nudge, PhoneNumber, Timestamp,
-    ValidationErrors, WebUrl,
+    Clock, Currency, DisplayText, Environment, IdGenerator, Intent, Metering, Metric, Money, Nudge,
+    PhoneNumber, QuotaExceeded, Timestamp, ValidationErrors, WebUrl,
 };
-use idconsent_webhook::{EventType, Outbox};
-use serde_json::{Map, Value};
+use idconsent_webhook::{Effects, EventType, Outbox};
+use serde::Serialize;
 
 use crate::error::ConsentError;
+use crate::events::{ConsentEventData, NothingAdded, SessionData};
 use crate::model::{Decision, Session, SessionStatus, Transaction};
 use crate::ports::{
-    CreateError, CreateRefused, FloodLimits, RecipientDirectory, SessionRepository,
+    CreateError, CreateRefused, FloodLimits, RecipientDirectory, SessionRepository, StoreError,
 };
 
 /// Lifetimes, limits and policies.
@@ -71,6 +72,7 @@ pub struct TransactionInput {
 pub struct ConsentService {
     sessions: Arc<dyn SessionRepository>,
     recipients: Arc<dyn RecipientDirectory>,
+    metering: Arc<dyn Metering>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     outbox_written: Option<Arc<dyn Nudge>>,
@@ -81,6 +83,7 @@ impl ConsentService {
     pub fn new(
         sessions: Arc<dyn SessionRepository>,
         recipients: Arc<dyn RecipientDirectory>,
+        metering: Arc<dyn Metering>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
         outbox_written: Option<Arc<dyn Nudge>>,
@@ -89,6 +92,7 @@ impl ConsentService {
         Self {
             sessions,
             recipients,
+            metering,
             clock,
             ids,
             outbox_written,
@@ -177,13 +181,27 @@ impl ConsentService {
             expires_at: now.plus(self.settings.ttl),
             decided_at: None,
         };
-        let outbox = self.event(&session, EventType::ConsentCreated, now, None);
+        let charge = self
+            .metering
+            .charge(
+                &session.application_id,
+                session.environment,
+                Metric::Consents,
+                now,
+            )
+            .await
+            .map_err(|error| ConsentError::Unavailable(Box::new(error)))?;
+        let effects = Effects {
+            outbox: vec![self.event(&session, EventType::ConsentCreated, now, &NothingAdded {})],
+            charges: charge.into_iter().collect(),
+        };
         match self
             .sessions
-            .create(&session, &[outbox], &self.settings.flood, now)
+            .create(&session, &effects, &self.settings.flood, now)
             .await
         {
             Ok(()) => {}
+            Err(CreateError::Quota(quota)) => return Err(self.quota(quota)),
             Err(CreateError::Refused(refused)) => {
                 let (message, retry_at) = match refused {
                     CreateRefused::TooManyPending { retry_at } => (
@@ -217,6 +235,19 @@ impl ConsentService {
         Ok(session)
     }
 
+    /// A session as its recipient's app sees it: anyone else's is "not found".
+    pub async fn get_for_recipient(
+        &self,
+        recipient: &PhoneNumber,
+        id: &str,
+    ) -> Result<Session, ConsentError> {
+        let session = self.load(id).await?;
+        if &session.recipient != recipient {
+            return Err(ConsentError::NotFound("Session not found"));
+        }
+        Ok(session)
+    }
+
     /// A session by id, for the recipient's app and the QR image.
     pub async fn load(&self, id: &str) -> Result<Session, ConsentError> {
         let id = SessionId::parse(id).map_err(|_| ConsentError::NotFound("Session not found"))?;
@@ -234,7 +265,7 @@ impl ConsentService {
         decision: Decision,
     ) -> Result<Session, ConsentError> {
         let session = self.sandbox_session(requester, id).await?;
-        self.decide(session, decision, None, Vec::new()).await
+        self.decide(session, decision, Effects::default()).await
     }
 
     /// A session the sandbox helpers may decide: the requester's own, with a `mk_test_` key.
@@ -251,15 +282,27 @@ impl ConsentService {
         self.get(requester, id).await
     }
 
-    /// Applies the user's decision, with its event (`extra` fields are added to the event's
-    /// data, e.g. the OAuth code and claims) and `also` (events of the caller, e.g.
-    /// `auth.success`), all in one transaction. 409 when the session is no longer pending.
+    /// Applies the user's decision, with its event and `also` (effects of the caller, e.g.
+    /// `auth.success` and the authentication it costs), all in one transaction. 409 when the
+    /// session is no longer pending.
     pub async fn decide(
         &self,
         session: Session,
         decision: Decision,
-        extra: Option<Map<String, Value>>,
-        also: Vec<Outbox>,
+        also: Effects,
+    ) -> Result<Session, ConsentError> {
+        self.decide_adding(session, decision, &NothingAdded {}, also)
+            .await
+    }
+
+    /// [`ConsentService::decide`] with fields the session's intent adds to the event's data
+    /// after the session's own (an OAuth request's redirect, code and claims).
+    pub async fn decide_adding<X: Serialize + Sync>(
+        &self,
+        session: Session,
+        decision: Decision,
+        added: &X,
+        also: Effects,
     ) -> Result<Session, ConsentError> {
         let now = self.now();
         match session.status_at(now) {
@@ -283,13 +326,26 @@ impl ConsentService {
             Decision::Approve => EventType::ConsentApproved,
             Decision::Reject => EventType::ConsentRejected,
         };
-        let mut outbox = vec![self.event(&decided, event_type, now, extra)];
-        outbox.extend(also);
-        self.sessions
-            .decide(&decided.id, decided.status, now, &outbox)
-            .await?;
+        let mut effects = Effects::events(vec![self.event(&decided, event_type, now, added)]);
+        effects.extend(also);
+        match self
+            .sessions
+            .decide(&decided.id, decided.status, now, &effects)
+            .await
+        {
+            Ok(()) => {}
+            Err(StoreError::Quota(quota)) => return Err(self.quota(quota)),
+            Err(other) => return Err(other.into()),
+        }
         self.nudge();
         Ok(decided)
+    }
+
+    fn quota(&self, quota: QuotaExceeded) -> ConsentError {
+        ConsentError::QuotaExceeded {
+            quota,
+            retry_after_secs: quota.retry_after_secs(self.now()),
+        }
     }
 
     /// Records the expiry of every session whose time is up, each with its `consent.expired`
@@ -308,7 +364,7 @@ impl ConsentService {
                 },
                 EventType::ConsentExpired,
                 now,
-                None,
+                &NothingAdded {},
             );
             if self.sessions.expire(&session.id, at, &[outbox]).await? {
                 expired += 1;
@@ -320,24 +376,24 @@ impl ConsentService {
         Ok(expired)
     }
 
-    fn event(
+    fn event<X: Serialize>(
         &self,
         session: &Session,
         event_type: EventType,
         now: Timestamp,
-        extra: Option<Map<String, Value>>,
+        added: &X,
     ) -> Outbox {
-        let mut data = session.to_json(now);
-        if let (Some(extra), Value::Object(fields)) = (extra, &mut data) {
-            fields.extend(extra);
-        }
+        let data = ConsentEventData {
+            session: SessionData::of(session, now),
+            added,
+        };
         Outbox::new(
             self.ids.as_ref(),
             event_type,
             session.application_id.clone(),
             session.environment,
             now,
-            data,
+            &data,
             &[&session.callback_url],
         )
     }
@@ -353,26 +409,14 @@ fn check_transaction(
     errors: &mut ValidationErrors,
     input: &TransactionInput,
 ) -> Option<Transaction> {
+    // What the wallet shows: no control, text-direction or invisible characters.
     let mut text = |field: &str, value: &str, max: usize| {
-        let trimmed = value.trim();
-        if trimmed.is_empty() {
-            errors.push(format!("transaction.{field}"), "must not be empty");
-            None
-        } else if trimmed.chars().count() > max {
-            errors.push(
+        errors
+            .check(
                 format!("transaction.{field}"),
-                format!("must be at most {max} characters"),
-            );
-            None
-        } else if trimmed.chars().any(char::is_control) {
-            errors.push(
-                format!("transaction.{field}"),
-                "must not contain control characters",
-            );
-            None
-        } else {
-            Some(trimmed.to_owned())
-        }
+                DisplayText::parse(value, max),
+            )
+            .map(DisplayText::into_string)
     };
     let kind = text("type", &input.kind, 100);
     let description = text("description", &input.description, 500);

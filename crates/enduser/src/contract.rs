@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::future::join_all;
 use idconsent_kernel::id::{ApplicationId, EnrollmentId};
@@ -12,7 +13,7 @@ use idconsent_kernel::{
     Environment, IdGenerator, OsRandom, PageRequest, PhoneNumber, RandomSource, SystemClock,
     Timestamp, UlidGenerator,
 };
-use idconsent_webhook::{DeliveryStore, EventType, Outbox};
+use idconsent_webhook::{DeliveryStore, Effects, EventType, Outbox};
 use serde_json::json;
 
 use crate::model::{
@@ -20,8 +21,8 @@ use crate::model::{
     PurposeKind, RefreshToken,
 };
 use crate::ports::{
-    AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository, NextToken,
-    RefreshTokenRepository, Rotation, Spent, StoreError,
+    Admitted, AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository,
+    NextToken, RefreshTokenRepository, Rotation, Spent, StoreError,
 };
 
 /// The ports an end-user store provides together.
@@ -40,11 +41,14 @@ macro_rules! enduser_store_contract {
     ($make:path) => {
         $crate::enduser_store_contract!(@cases $make;
             an_enrollment_comes_back_as_stored,
-            the_last_wrong_code_fails_the_enrollment,
-            recent_enrollments_of_a_phone_are_counted,
+            attempts_are_taken_atomically_and_a_failure_is_final,
+            enrollments_of_a_phone_are_limited_even_concurrently,
             one_user_per_phone_even_when_enrolling_concurrently,
             registering_a_device_moves_the_enrollment_once,
             a_credential_is_registered_once,
+            a_registration_judged_on_stale_devices_changes_nothing,
+            of_concurrent_first_registrations_of_a_user_one_succeeds,
+            a_recovery_starts_once_and_comes_due_on_time,
             completing_marks_the_user_enrolled_with_its_events,
             blocking_a_device_revokes_its_refresh_tokens,
             record_use_updates_only_active_devices,
@@ -143,6 +147,7 @@ fn device(user: &EndUser, audience: Option<Audience>) -> Device {
         counter: 3,
         created_at: at(0),
         last_used_at: None,
+        recovery_ends_at: None,
     }
 }
 
@@ -183,7 +188,7 @@ async fn registered(stores: &Stores, audience: Option<Audience>) -> (Enrollment,
     let device = device(&user, audience);
     stores
         .devices
-        .register(&device, &enrollment.id, at(1), &[])
+        .register(&device, &enrollment.id, at(1), &[], 0)
         .await
         .unwrap();
     (enrollment, user, device)
@@ -237,56 +242,105 @@ pub async fn an_enrollment_comes_back_as_stored(stores: Stores) {
     assert_eq!(stores.enrollments.find(&unknown).await.unwrap(), None);
 }
 
-pub async fn recent_enrollments_of_a_phone_are_counted(stores: Stores) {
+pub async fn enrollments_of_a_phone_are_limited_even_concurrently(stores: Stores) {
     let phone = phone();
-    for offset in [0, 10, 20] {
+    let window = Duration::from_secs(3600);
+    // Two older ones: one inside the window, one before it.
+    for offset in [-4_000_000, -1_000_000] {
         let mut e = enrollment(&phone, None);
         e.created_at = at(offset);
         stores.enrollments.insert(&e).await.unwrap();
     }
-    stores
-        .enrollments
-        .insert(&enrollment(&self::phone(), None))
-        .await
-        .unwrap();
-    let since = stores
-        .enrollments
-        .created_since(&phone, at(10))
-        .await
-        .unwrap();
-    assert_eq!(since, vec![at(10), at(20)]);
+    let outcomes = join_all((0..8).map(|_| {
+        let stores = stores.clone();
+        let mut e = enrollment(&phone, None);
+        e.created_at = at(0);
+        async move {
+            stores
+                .enrollments
+                .insert_within(&e, 5, window)
+                .await
+                .unwrap()
+        }
+    }))
+    .await;
+    let inserted = outcomes
+        .iter()
+        .filter(|o| **o == Admitted::Inserted)
+        .count();
+    assert_eq!(inserted, 4, "{outcomes:?}");
+    // Refused until the oldest inside the window leaves it.
+    assert!(outcomes.contains(&Admitted::Refused {
+        retry_at: at(-1_000_000).plus(window)
+    }));
+    // Another phone is not affected.
+    assert_eq!(
+        stores
+            .enrollments
+            .insert_within(&enrollment(&self::phone(), None), 5, window)
+            .await
+            .unwrap(),
+        Admitted::Inserted
+    );
 }
 
-pub async fn the_last_wrong_code_fails_the_enrollment(stores: Stores) {
+pub async fn attempts_are_taken_atomically_and_a_failure_is_final(stores: Stores) {
     let enrollment = enrollment(&phone(), None);
     stores.enrollments.insert(&enrollment).await.unwrap();
-    for left in (1..5).rev() {
-        let now = stores
+    let taken = join_all((0..20).map(|_| {
+        let (stores, id) = (stores.clone(), enrollment.id.clone());
+        async move {
+            stores
+                .enrollments
+                .take_otp_attempt(&id, at(10))
+                .await
+                .unwrap()
+        }
+    }))
+    .await;
+    let mut left: Vec<u32> = taken
+        .iter()
+        .flatten()
+        .map(|e| e.otp_attempts_left)
+        .collect();
+    left.sort_unstable();
+    assert_eq!(left, [0, 1, 2, 3, 4], "as many as there were attempts");
+    let exhausted = stores
+        .enrollments
+        .find(&enrollment.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(exhausted.status, EnrollmentStatus::PendingOtp);
+    assert!(
+        stores
             .enrollments
-            .spend_otp_attempt(&enrollment.id, at(10))
+            .fail(&enrollment.id, at(20))
             .await
             .unwrap()
-            .unwrap();
-        assert_eq!(now.otp_attempts_left, left);
-        assert_eq!(now.status, EnrollmentStatus::PendingOtp);
-    }
-    let last = stores
+    );
+    assert!(
+        !stores
+            .enrollments
+            .fail(&enrollment.id, at(30))
+            .await
+            .unwrap()
+    );
+    let failed = stores
         .enrollments
-        .spend_otp_attempt(&enrollment.id, at(20))
+        .find(&enrollment.id)
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(last.status, EnrollmentStatus::Failed);
-    assert_eq!(last.otp_attempts_left, 0);
-    // A failed enrollment spends nothing more.
-    let after = stores
-        .enrollments
-        .spend_otp_attempt(&enrollment.id, at(30))
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(after.otp_attempts_left, 0);
-    assert_eq!(after.status, EnrollmentStatus::Failed);
+    assert_eq!(failed.status, EnrollmentStatus::Failed);
+    assert!(
+        stores
+            .enrollments
+            .take_otp_attempt(&enrollment.id, at(40))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
 
 pub async fn one_user_per_phone_even_when_enrolling_concurrently(stores: Stores) {
@@ -342,6 +396,7 @@ pub async fn registering_a_device_moves_the_enrollment_once(stores: Stores) {
             &enrollment.id,
             at(2),
             &[event(&audience, EventType::DeviceRegistered, "second")],
+            1,
         )
         .await;
     assert!(matches!(refused, Err(StoreError::NotFound)), "{refused:?}");
@@ -361,7 +416,10 @@ pub async fn a_credential_is_registered_once(stores: Stores) {
         credential_id: device.credential_id.clone(),
         ..self::device(&user, None)
     };
-    let refused = stores.devices.register(&copy, &other.id, at(5), &[]).await;
+    let refused = stores
+        .devices
+        .register(&copy, &other.id, at(5), &[], 1)
+        .await;
     assert!(matches!(refused, Err(StoreError::Duplicate)), "{refused:?}");
     let other = stores.enrollments.find(&other.id).await.unwrap().unwrap();
     assert_eq!(other.status, EnrollmentStatus::PendingOtp, "rolled back");
@@ -411,7 +469,7 @@ pub async fn blocking_a_device_revokes_its_refresh_tokens(stores: Stores) {
                 &[DeviceStatus::Active],
                 DeviceStatus::Blocked,
                 at(10),
-                &[]
+                &Effects::default()
             )
             .await
             .unwrap()
@@ -424,7 +482,7 @@ pub async fn blocking_a_device_revokes_its_refresh_tokens(stores: Stores) {
                 &[DeviceStatus::Active],
                 DeviceStatus::Blocked,
                 at(11),
-                &[]
+                &Effects::default()
             )
             .await
             .unwrap(),
@@ -444,7 +502,11 @@ pub async fn blocking_a_device_revokes_its_refresh_tokens(stores: Stores) {
                 &[DeviceStatus::Active, DeviceStatus::Blocked],
                 DeviceStatus::Deregistered,
                 at(30),
-                &[event(&audience, EventType::DeviceDeregistered, "gone")]
+                &Effects::events(vec![event(
+                    &audience,
+                    EventType::DeviceDeregistered,
+                    "gone"
+                )])
             )
             .await
             .unwrap()
@@ -491,7 +553,7 @@ pub async fn record_use_updates_only_active_devices(stores: Stores) {
             &[DeviceStatus::Active],
             DeviceStatus::Blocked,
             at(50),
-            &[],
+            &Effects::default(),
         )
         .await
         .unwrap();
@@ -539,7 +601,7 @@ pub async fn record_use_needs_the_counter_to_advance(stores: Stores) {
     };
     stores
         .devices
-        .register(&zero, &other_enrollment.id, at(1), &[])
+        .register(&zero, &other_enrollment.id, at(1), &[], 1)
         .await
         .unwrap();
     assert!(
@@ -679,7 +741,7 @@ pub async fn spending_an_assertion_is_all_or_nothing(stores: Stores) {
             &[DeviceStatus::Active],
             DeviceStatus::Blocked,
             at(50),
-            &[],
+            &Effects::default(),
         )
         .await
         .unwrap();
@@ -820,4 +882,128 @@ pub async fn a_refresh_token_from_another_installation_is_invalid(stores: Stores
         .await
         .unwrap();
     assert!(matches!(home, Rotation::Rotated(_)), "{home:?}");
+}
+
+pub async fn a_registration_judged_on_stale_devices_changes_nothing(stores: Stores) {
+    let audience = audience();
+    let (_, user, first) = registered(&stores, None).await;
+    let later = enrollment(&user.phone, Some(audience.clone()));
+    stores.enrollments.insert(&later).await.unwrap();
+    let second = device(&user, None);
+    // Judged as if the user had no device: refused, nothing written.
+    let refused = stores
+        .devices
+        .register(
+            &second,
+            &later.id,
+            at(2),
+            &[event(&audience, EventType::DeviceRegistered, "stale")],
+            0,
+        )
+        .await;
+    assert!(matches!(refused, Err(StoreError::Changed)), "{refused:?}");
+    assert_eq!(stores.devices.of_user(&user.id).await.unwrap(), vec![first]);
+    let later = stores.enrollments.find(&later.id).await.unwrap().unwrap();
+    assert_eq!(later.status, EnrollmentStatus::PendingOtp);
+    assert!(events_for(&stores, &audience).await.is_empty());
+}
+
+pub async fn of_concurrent_first_registrations_of_a_user_one_succeeds(stores: Stores) {
+    let phone = phone();
+    let user = stores.enrollments.ensure_user(&user(&phone)).await.unwrap();
+    let mut attempts = Vec::new();
+    for _ in 0..6 {
+        let enrollment = enrollment(&phone, None);
+        stores.enrollments.insert(&enrollment).await.unwrap();
+        attempts.push((enrollment, device(&user, None)));
+    }
+    let outcomes = join_all(attempts.iter().map(|(enrollment, device)| {
+        let stores = stores.clone();
+        async move {
+            stores
+                .devices
+                .register(device, &enrollment.id, at(1), &[], 0)
+                .await
+        }
+    }))
+    .await;
+    let registered = outcomes.iter().filter(|o| o.is_ok()).count();
+    let changed = outcomes
+        .iter()
+        .filter(|o| matches!(o, Err(StoreError::Changed)))
+        .count();
+    assert_eq!((registered, changed), (1, 5), "{outcomes:?}");
+    assert_eq!(stores.devices.of_user(&user.id).await.unwrap().len(), 1);
+}
+
+pub async fn a_recovery_starts_once_and_comes_due_on_time(stores: Stores) {
+    let audience = audience();
+    let (_, user, active) = registered(&stores, None).await;
+    let later = enrollment(&user.phone, None);
+    stores.enrollments.insert(&later).await.unwrap();
+    let pending = Device {
+        status: DeviceStatus::Pending,
+        ..device(&user, None)
+    };
+    stores
+        .devices
+        .register(&pending, &later.id, at(2), &[], 1)
+        .await
+        .unwrap();
+    let started = |device: &Device, marker: &'static str| {
+        let (stores, id, audience) = (stores.clone(), device.id.clone(), audience.clone());
+        async move {
+            stores
+                .devices
+                .start_recovery(
+                    &id,
+                    at(1_000),
+                    &[event(&audience, EventType::DeviceRecoveryStarted, marker)],
+                )
+                .await
+                .unwrap()
+        }
+    };
+    assert!(
+        !started(&active, "active").await,
+        "only a pending device recovers"
+    );
+    assert!(started(&pending, "first").await);
+    assert!(!started(&pending, "again").await, "once");
+    assert_eq!(
+        events_for(&stores, &audience).await,
+        vec![EventType::DeviceRecoveryStarted]
+    );
+    let stored = stores.devices.find(&pending.id).await.unwrap().unwrap();
+    assert_eq!(stored.recovery_ends_at, Some(at(1_000)));
+    let due = |now| {
+        let stores = stores.clone();
+        async move {
+            stores
+                .devices
+                .due_recoveries(now, 100)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|device| device.id)
+                .collect::<Vec<_>>()
+        }
+    };
+    assert!(!due(at(999)).await.contains(&pending.id));
+    assert!(due(at(1_000)).await.contains(&pending.id));
+    // Once active (or removed), it is no longer due.
+    assert!(
+        stores
+            .devices
+            .set_status(
+                &pending.id,
+                &[DeviceStatus::Pending],
+                DeviceStatus::Active,
+                at(1_000),
+                &Effects::default(),
+            )
+            .await
+            .unwrap()
+    );
+    assert!(!due(at(2_000)).await.contains(&pending.id));
 }

@@ -1,6 +1,7 @@
-use idconsent_kernel::{ErrorCategory, ValidationErrors};
+use idconsent_approval::TargetError;
+use idconsent_kernel::{ErrorCategory, QuotaExceeded, ValidationErrors};
 
-use crate::ports::{PasskeyError, StoreError, TargetError};
+use crate::ports::{PasskeyError, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum EndUserError {
@@ -20,6 +21,12 @@ pub enum EndUserError {
         message: &'static str,
         retry_after_secs: u64,
     },
+    /// A monthly quota of the merchant's plan is used up; nothing was written.
+    #[error("{quota}")]
+    QuotaExceeded {
+        quota: QuotaExceeded,
+        retry_after_secs: u64,
+    },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -32,7 +39,9 @@ impl EndUserError {
             EndUserError::Unauthorized(_) => ErrorCategory::Unauthorized,
             EndUserError::NotFound(_) => ErrorCategory::NotFound,
             EndUserError::Conflict(_) => ErrorCategory::Conflict,
-            EndUserError::RateLimited { .. } => ErrorCategory::RateLimited,
+            EndUserError::RateLimited { .. } | EndUserError::QuotaExceeded { .. } => {
+                ErrorCategory::RateLimited
+            }
             EndUserError::Unavailable(_) => ErrorCategory::Internal,
         }
     }
@@ -51,6 +60,9 @@ impl From<StoreError> for EndUserError {
             StoreError::Duplicate => {
                 EndUserError::Conflict("This passkey is already registered".into())
             }
+            StoreError::Changed => {
+                EndUserError::Conflict("The account changed meanwhile; try again".into())
+            }
             StoreError::Unavailable(source) => EndUserError::Unavailable(source),
         }
     }
@@ -61,6 +73,11 @@ impl From<TargetError> for EndUserError {
         match error {
             TargetError::NotFound => EndUserError::NotFound("Not found"),
             TargetError::NotPending(message) => EndUserError::Conflict(message),
+            // Mapped with the time by the service; a bare conversion has no clock.
+            TargetError::Quota(quota) => EndUserError::QuotaExceeded {
+                quota,
+                retry_after_secs: 1,
+            },
             TargetError::Unavailable(source) => EndUserError::Unavailable(source),
         }
     }

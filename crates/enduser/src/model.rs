@@ -1,10 +1,8 @@
 //! End users, their enrollments, devices, challenges and refresh tokens.
 
-use idconsent_kernel::id::{
-    ApplicationId, ChallengeId, DeviceId, EndUserId, EnrollmentId, RefreshFamilyId,
-};
-use idconsent_kernel::{Environment, PhoneNumber, Timestamp};
-use serde_json::{Value, json};
+pub use idconsent_approval::{Audience, Purpose, PurposeKind};
+use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, RefreshFamilyId};
+use idconsent_kernel::{PhoneNumber, Timestamp};
 
 macro_rules! text_enum {
     ($(#[$doc:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
@@ -37,33 +35,17 @@ text_enum!(
 );
 
 text_enum!(
-    /// active → blocked | deregistered; blocked → deregistered. Only active devices authenticate.
+    /// pending → active | deregistered; active → blocked | deregistered; blocked →
+    /// deregistered. Only active devices authenticate. A device added to an enrolled phone is
+    /// pending until one of its active devices approves it or a recovery's cooling-off period
+    /// ends (ADR 0013).
     DeviceStatus {
+        Pending => "pending",
         Active => "active",
         Blocked => "blocked",
         Deregistered => "deregistered",
     }
 );
-
-text_enum!(
-    /// What a challenge may be used for: registering a passkey, or an assertion for a purpose.
-    PurposeKind {
-        Registration => "registration",
-        Login => "login",
-        Enrollment => "enrollment",
-        Consent => "consent",
-        Mandate => "mandate",
-        Signature => "signature",
-    }
-);
-
-/// The application an enrollment, session or other object belongs to: its events go there.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Audience {
-    pub application_id: ApplicationId,
-    pub environment: Environment,
-    pub callback_url: String,
-}
 
 /// An enrollment: a phone proven by SMS code, then a passkey, then an assertion with it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,20 +70,14 @@ pub struct Enrollment {
 }
 
 impl Enrollment {
-    pub fn to_json(&self, now: Timestamp) -> Value {
-        json!({
-            "enrollmentId": self.id,
-            "phone": self.phone.as_str(),
-            "status": self.status.as_str(),
-            "name": self.name,
-            "deviceName": self.device_name,
-            "platform": self.platform,
-            "deviceId": self.device_id,
-            "expiresAt": (self.status == EnrollmentStatus::PendingOtp).then(|| self.otp_expires_at.to_rfc3339()),
-            "codeExpired": self.status == EnrollmentStatus::PendingOtp && now >= self.otp_expires_at,
-            "createdAt": self.created_at.to_rfc3339(),
-            "updatedAt": self.updated_at.to_rfc3339(),
-        })
+    /// When the SMS code stops working, while one is awaited (`pending_otp`).
+    pub fn code_expires_at(&self) -> Option<Timestamp> {
+        (self.status == EnrollmentStatus::PendingOtp).then_some(self.otp_expires_at)
+    }
+
+    /// Whether the awaited SMS code has expired by `now` (a new enrollment is needed).
+    pub fn code_expired_at(&self, now: Timestamp) -> bool {
+        self.code_expires_at().is_some_and(|expiry| now >= expiry)
     }
 }
 
@@ -136,31 +112,22 @@ pub struct Device {
     pub counter: u32,
     pub created_at: Timestamp,
     pub last_used_at: Option<Timestamp>,
+    /// A pending device whose user started a recovery: it becomes active at this time unless
+    /// an existing device rejects it first.
+    pub recovery_ends_at: Option<Timestamp>,
 }
 
 impl Device {
-    pub fn to_json(&self) -> Value {
-        json!({
-            "id": self.id,
-            "name": self.name,
-            "platform": self.platform,
-            "status": self.status.as_str(),
-            "createdAt": self.created_at.to_rfc3339(),
-            "lastUsedAt": self.last_used_at.map(Timestamp::to_rfc3339),
-        })
-    }
-}
-
-/// What a challenge is for: a kind and, except for registration and login, the object's id.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Purpose {
-    pub kind: PurposeKind,
-    pub id: Option<String>,
-}
-
-impl Purpose {
-    pub fn to_json(&self) -> Value {
-        json!({ "type": self.kind.as_str(), "id": self.id })
+    /// What a new device of a user with these devices starts as (ADR 0013): the very first
+    /// device of a phone is active at once; any later one is pending until an active device
+    /// approves it or a recovery's cooling-off period ends — whatever state the earlier ones are
+    /// in, so a phone number alone (an SMS code) never takes over an enrolled identity.
+    pub fn status_after(existing: &[Device]) -> DeviceStatus {
+        if existing.is_empty() {
+            DeviceStatus::Active
+        } else {
+            DeviceStatus::Pending
+        }
     }
 }
 

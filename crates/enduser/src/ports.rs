@@ -5,12 +5,10 @@ use std::fmt;
 use async_trait::async_trait;
 use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, RefreshFamilyId};
 use idconsent_kernel::{PhoneNumber, Timestamp};
-use idconsent_webhook::Outbox;
+use idconsent_webhook::{Effects, Outbox};
 use serde_json::Value;
 
-use crate::model::{
-    Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, Purpose, RefreshToken,
-};
+use crate::model::{Challenge, Device, DeviceStatus, EndUser, Enrollment, RefreshToken};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -19,6 +17,10 @@ pub enum StoreError {
     /// A unique value (a credential id) is taken.
     #[error("already exists")]
     Duplicate,
+    /// What the write was decided on changed meanwhile (another device of the user was
+    /// registered): read again and decide again.
+    #[error("changed concurrently")]
+    Changed,
     #[error("end-user storage failed")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -26,8 +28,14 @@ pub enum StoreError {
 /// Enrollments and end users.
 ///
 /// Contract:
-/// - `spend_otp_attempt` takes one attempt from a `pending_otp` enrollment and, on its last one,
-///   moves it to `failed`, atomically; it returns the enrollment as it now is (`None` if unknown).
+/// - `insert_within` inserts the enrollment unless its phone already has `max` enrollments created
+///   in `window` before its `created_at` — counted under a per-phone lock, so a concurrent burst
+///   gets no more than a sequential one; refused, it answers when the oldest leaves the window.
+/// - `take_otp_attempt` takes one attempt from a `pending_otp` enrollment that has one left, in
+///   one conditional update, and returns the enrollment as it now is; `None` when none is left,
+///   it is not pending, or it is unknown. Of concurrent takers no more succeed than attempts were
+///   left.
+/// - `fail` moves a `pending_otp` enrollment to `failed`; `false` when it was not pending.
 /// - `ensure_user` returns the user with this phone, inserting `candidate` if there is none; of
 ///   concurrent callers all get the same user.
 /// - `complete` moves the enrollment from `passkey_registered` to `completed`, marks its user
@@ -36,18 +44,19 @@ pub enum StoreError {
 #[async_trait]
 pub trait EnrollmentRepository: Send + Sync + fmt::Debug {
     async fn insert(&self, enrollment: &Enrollment) -> Result<(), StoreError>;
-    async fn find(&self, id: &EnrollmentId) -> Result<Option<Enrollment>, StoreError>;
-    /// When the enrollments of `phone` created at or after `since` were created, oldest first.
-    async fn created_since(
+    async fn insert_within(
         &self,
-        phone: &PhoneNumber,
-        since: Timestamp,
-    ) -> Result<Vec<Timestamp>, StoreError>;
-    async fn spend_otp_attempt(
+        enrollment: &Enrollment,
+        max: u32,
+        window: std::time::Duration,
+    ) -> Result<Admitted, StoreError>;
+    async fn find(&self, id: &EnrollmentId) -> Result<Option<Enrollment>, StoreError>;
+    async fn take_otp_attempt(
         &self,
         id: &EnrollmentId,
         at: Timestamp,
     ) -> Result<Option<Enrollment>, StoreError>;
+    async fn fail(&self, id: &EnrollmentId, at: Timestamp) -> Result<bool, StoreError>;
     async fn ensure_user(&self, candidate: &EndUser) -> Result<EndUser, StoreError>;
     async fn user_by_phone(&self, phone: &PhoneNumber) -> Result<Option<EndUser>, StoreError>;
     async fn user(&self, id: &EndUserId) -> Result<Option<EndUser>, StoreError>;
@@ -60,19 +69,35 @@ pub trait EnrollmentRepository: Send + Sync + fmt::Debug {
     ) -> Result<bool, StoreError>;
 }
 
+/// What `insert_within` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Admitted {
+    Inserted,
+    /// The phone's limit is reached until `retry_at`; nothing was written.
+    Refused {
+        retry_at: Timestamp,
+    },
+}
+
 /// Devices and their passkeys.
 ///
 /// Contract:
 /// - `register` inserts the device, moves its enrollment from `pending_otp` to
-///   `passkey_registered` (recording the device) and writes the outbox, in one transaction;
-///   `Duplicate` when the credential id is already registered, `NotFound` when the enrollment
-///   is no longer `pending_otp` (nothing written in either case).
+///   `passkey_registered` (recording the device) and writes the outbox, in one transaction —
+///   only while its user has exactly `existing_devices` devices (of any status), counted under
+///   a per-user lock so that two registrations for one user cannot both be judged "the first";
+///   `Changed` otherwise, `Duplicate` when the credential id is already registered, `NotFound`
+///   when the enrollment is no longer `pending_otp` (nothing written in any of these cases).
+/// - `start_recovery` sets the recovery end of a `pending` device that has none yet, with the
+///   outbox, in one transaction; `false` when the device is not pending or already recovering.
+/// - `due_recoveries` lists pending devices whose recovery ended at or before `now`.
 /// - `record_use` stores the signature counter and `last_used_at` of an active device whose
 ///   stored counter is below `counter` (or both are 0), in one conditional update; `false` when
 ///   the device is not active or the counter did not advance (nothing written). The passkey
 ///   itself is never rewritten.
 /// - `set_status` moves a device from one of `from` to `to`, revokes every refresh token issued
-///   for it and writes the outbox, in one transaction; `false` when it was not in `from`.
+///   for it and writes the effects (outbox, charges), in one transaction; `false` when it was not
+///   in `from` (nothing written). Of concurrent moves of one device exactly one succeeds.
 #[async_trait]
 pub trait DeviceRepository: Send + Sync + fmt::Debug {
     async fn register(
@@ -81,7 +106,15 @@ pub trait DeviceRepository: Send + Sync + fmt::Debug {
         enrollment: &EnrollmentId,
         at: Timestamp,
         outbox: &[Outbox],
+        existing_devices: usize,
     ) -> Result<(), StoreError>;
+    async fn start_recovery(
+        &self,
+        id: &DeviceId,
+        ends_at: Timestamp,
+        outbox: &[Outbox],
+    ) -> Result<bool, StoreError>;
+    async fn due_recoveries(&self, now: Timestamp, limit: u32) -> Result<Vec<Device>, StoreError>;
     async fn find(&self, id: &DeviceId) -> Result<Option<Device>, StoreError>;
     async fn of_user(&self, user: &EndUserId) -> Result<Vec<Device>, StoreError>;
     async fn by_credential(&self, credential_id: &str) -> Result<Option<Device>, StoreError>;
@@ -97,7 +130,7 @@ pub trait DeviceRepository: Send + Sync + fmt::Debug {
         from: &[DeviceStatus],
         to: DeviceStatus,
         at: Timestamp,
-        outbox: &[Outbox],
+        effects: &Effects,
     ) -> Result<bool, StoreError>;
 }
 
@@ -297,43 +330,4 @@ pub enum AccessTokenError {
 pub trait AccessTokens: Send + Sync + fmt::Debug {
     fn issue(&self, claims: &AccessClaims) -> Result<String, AccessTokenError>;
     fn verify(&self, token: &str, now: Timestamp) -> Result<AccessClaims, AccessTokenError>;
-}
-
-/// The object a purpose names, as the user must see it before approving.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Target {
-    /// The recipient the object was created for; only their passkeys may act on it.
-    pub recipient: PhoneNumber,
-    /// What the app shows: merchant, application, intent, transaction or terms.
-    pub context: Value,
-    /// Who hears about it (auth.success / auth.failed).
-    pub audience: Option<Audience>,
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum TargetError {
-    #[error("not found")]
-    NotFound,
-    /// The object is no longer pending: `message` says what it is.
-    #[error("{0}")]
-    NotPending(String),
-    #[error("target lookup failed")]
-    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
-}
-
-/// The objects purposes name (consent sessions now; mandates and signature requests later),
-/// answered by their own domains at the composition root.
-#[async_trait]
-pub trait ApprovalTargets: Send + Sync + fmt::Debug {
-    /// The object as the user must see it; `NotFound` for unknown ids and kinds not served.
-    async fn describe(&self, purpose: &Purpose) -> Result<Target, TargetError>;
-    /// Applies the decision, writing the events `also` builds for the object's audience in the
-    /// same transaction; returns the object's new status. `NotPending` when it was already
-    /// decided or expired.
-    async fn decide(
-        &self,
-        purpose: &Purpose,
-        approve: bool,
-        also: &(dyn for<'a> Fn(&'a Audience) -> Vec<Outbox> + Send + Sync),
-    ) -> Result<String, TargetError>;
 }

@@ -4,24 +4,29 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idconsent_approval::{ApprovalRegistry, Approver, Decision, Effects, TargetError};
 use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, TypedId};
 use idconsent_kernel::{
-    Clock, IdGenerator, KeyedHash, Nudge, PhoneNumber, RandomSource, Timestamp, ValidationErrors,
+    Clock, DisplayText, IdGenerator, KeyedHash, Metering, Metric, Nudge, PhoneNumber, RandomSource,
+    Timestamp, ValidationErrors,
 };
 use idconsent_notification::{Address, NewMessage, NotificationSender};
 use idconsent_webhook::{DeliveryStore, EventType, Outbox};
-use serde_json::{Value, json};
+use serde::Serialize;
+use serde_json::Value;
 
 use crate::commitment::{context_hash, derive_challenge};
+use crate::context::{EnrollmentContext, LoginContext};
 use crate::error::EndUserError;
+use crate::events::{AuthEventData, EnrollmentCompleted};
 use crate::model::{
     Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, EnrollmentStatus, Purpose,
     PurposeKind, RefreshToken,
 };
 use crate::ports::{
-    AccessClaims, AccessTokens, ApprovalTargets, ChallengeRepository, DeviceRepository,
+    AccessClaims, AccessTokens, Admitted, ChallengeRepository, DeviceRepository,
     EnrollmentRepository, NextToken, PasskeyCeremony, PasskeyError, RefreshTokenRepository,
-    Rotation, Spent, StoredPasskey, TargetError,
+    Rotation, Spent, StoredPasskey,
 };
 
 const OTP_PURPOSE: &str = "enrollment-otp";
@@ -38,6 +43,9 @@ pub struct EndUserSettings {
     pub challenge_ttl: Duration,
     pub access_ttl: Duration,
     pub refresh_ttl: Duration,
+    /// How long a recovery waits before a new device of a phone whose user has no device to
+    /// approve it with becomes active (ADR 0013); the user can reject it meanwhile.
+    pub recovery_cooling_off: Duration,
 }
 
 impl Default for EndUserSettings {
@@ -50,6 +58,7 @@ impl Default for EndUserSettings {
             challenge_ttl: Duration::from_secs(120),
             access_ttl: Duration::from_secs(900),
             refresh_ttl: Duration::from_secs(30 * 24 * 3600),
+            recovery_cooling_off: Duration::from_secs(72 * 3600),
         }
     }
 }
@@ -63,7 +72,10 @@ pub struct EndUserPorts {
     pub refresh_tokens: Arc<dyn RefreshTokenRepository>,
     pub passkeys: Arc<dyn PasskeyCeremony>,
     pub access_tokens: Arc<dyn AccessTokens>,
-    pub targets: Arc<dyn ApprovalTargets>,
+    /// The objects purposes name (consents, mandates, signatures …), by purpose kind.
+    pub approvals: Arc<ApprovalRegistry>,
+    /// What a successful assertion for an object costs its merchant (`authentications`).
+    pub metering: Arc<dyn Metering>,
     pub notifications: Arc<dyn NotificationSender>,
     /// For events written outside another transaction (auth.failed).
     pub events: Arc<dyn DeliveryStore>,
@@ -120,8 +132,8 @@ struct Asserted {
 
 #[derive(Debug, Clone)]
 pub struct EndUserService {
-    ports: EndUserPorts,
-    settings: EndUserSettings,
+    pub(crate) ports: EndUserPorts,
+    pub(crate) settings: EndUserSettings,
 }
 
 impl EndUserService {
@@ -129,7 +141,7 @@ impl EndUserService {
         Self { ports, settings }
     }
 
-    fn now(&self) -> Timestamp {
+    pub fn now(&self) -> Timestamp {
         self.ports.clock.now()
     }
 
@@ -142,30 +154,21 @@ impl EndUserService {
     ) -> Result<Enrollment, EndUserError> {
         let mut errors = ValidationErrors::new();
         let phone = errors.check("phone", PhoneNumber::parse(&request.phone));
-        let name = optional_text(&mut errors, "name", request.name, 100);
-        let device_name = optional_text(&mut errors, "deviceName", request.device_name, 100);
-        let platform = optional_text(&mut errors, "platform", request.platform, 40);
+        // Shown on other devices' approval prompts: no control, text-direction or invisible
+        // characters.
+        let mut shown = |field: &str, value: Option<String>, max: usize| {
+            errors
+                .check(field, DisplayText::parse_optional(value.as_deref(), max))
+                .flatten()
+                .map(DisplayText::into_string)
+        };
+        let name = shown("name", request.name, 100);
+        let device_name = shown("deviceName", request.device_name, 100);
+        let platform = shown("platform", request.platform, 40);
         let phone = errors.finish_with(|| phone)?;
         let installation = check_installation(installation)?;
 
         let now = self.now();
-        // Every enrollment texts the phone: bound what anyone can make us send to one number.
-        let recent = self
-            .ports
-            .enrollments
-            .created_since(&phone, now.minus(self.settings.enrollment_window))
-            .await?;
-        if recent.len() >= self.settings.enrollments_per_window as usize {
-            let oldest = recent.first().copied().unwrap_or(now);
-            return Err(EndUserError::RateLimited {
-                message: "Too many enrollments for this phone; try again later",
-                retry_after_secs: oldest
-                    .plus(self.settings.enrollment_window)
-                    .since(now)
-                    .as_secs()
-                    .max(1),
-            });
-        }
         let code = self.ports.random.digits(6);
         let id: EnrollmentId = self.ports.ids.next();
         let enrollment = Enrollment {
@@ -184,7 +187,26 @@ impl EndUserService {
             created_at: now,
             updated_at: now,
         };
-        self.ports.enrollments.insert(&enrollment).await?;
+        // Every enrollment texts the phone: bound what anyone can make us send to one number,
+        // counted where the enrollment is written.
+        match self
+            .ports
+            .enrollments
+            .insert_within(
+                &enrollment,
+                self.settings.enrollments_per_window,
+                self.settings.enrollment_window,
+            )
+            .await?
+        {
+            Admitted::Inserted => {}
+            Admitted::Refused { retry_at } => {
+                return Err(EndUserError::RateLimited {
+                    message: "Too many enrollments for this phone; try again later",
+                    retry_after_secs: retry_at.since(now).as_secs().max(1),
+                });
+            }
+        }
         let to = Address::parse(enrollment.phone.as_str())
             .map_err(|_| EndUserError::Unavailable("phone is not an SMS address".into()))?;
         self.ports
@@ -223,7 +245,7 @@ impl EndUserService {
         let now = self.now();
         match enrollment.status {
             EnrollmentStatus::PendingOtp => {}
-            EnrollmentStatus::Failed => return Err(INVALID_CODE),
+            EnrollmentStatus::Failed => return Err(NO_ATTEMPTS_LEFT),
             other => {
                 return Err(EndUserError::Conflict(format!(
                     "The enrollment is already {}",
@@ -234,12 +256,21 @@ impl EndUserService {
         if now >= enrollment.otp_expires_at {
             return Err(INVALID_CODE);
         }
+        // The attempt is taken before the code is compared, in one conditional update: a burst
+        // of guesses gets no more comparisons than the attempts left, whatever their timing.
+        let Some(taken) = self
+            .ports
+            .enrollments
+            .take_otp_attempt(&enrollment.id, now)
+            .await?
+        else {
+            return Err(NO_ATTEMPTS_LEFT);
+        };
         let presented = self.otp_hash(&enrollment.id, code.trim());
         if !constant_time_eq(presented.as_bytes(), enrollment.otp_hash.as_bytes()) {
-            self.ports
-                .enrollments
-                .spend_otp_attempt(&enrollment.id, now)
-                .await?;
+            if taken.otp_attempts_left == 0 {
+                self.ports.enrollments.fail(&enrollment.id, now).await?;
+            }
             return Err(INVALID_CODE);
         }
         let user = self
@@ -336,40 +367,16 @@ impl EndUserService {
                 None => enrollment.installation.clone(),
             },
             audience: enrollment.audience.clone(),
-            status: DeviceStatus::Active,
+            // Judged again in the registration's transaction (`register_device`).
+            status: DeviceStatus::Pending,
             credential_id: passkey.credential_id,
             passkey: passkey.passkey,
             counter: passkey.counter,
             created_at: now,
             last_used_at: None,
+            recovery_ends_at: None,
         };
-        let outbox = self.event(
-            enrollment.audience.as_ref(),
-            EventType::DeviceRegistered,
-            json!({
-                "deviceId": device.id,
-                "enrollmentId": enrollment.id,
-                "phone": enrollment.phone.as_str(),
-                "name": device.name,
-                "platform": device.platform,
-            }),
-        );
-        match self
-            .ports
-            .devices
-            .register(&device, &enrollment.id, now, &outbox)
-            .await
-        {
-            Ok(()) => {}
-            Err(crate::ports::StoreError::NotFound) => {
-                return Err(EndUserError::Conflict(
-                    "The enrollment already has a passkey".into(),
-                ));
-            }
-            Err(other) => return Err(other.into()),
-        }
-        self.nudge(&outbox);
-        Ok(device)
+        self.register_device(device, &enrollment, &user).await
     }
 
     /// Starts an assertion for a purpose; the challenge commits to the context returned.
@@ -385,7 +392,7 @@ impl EndUserService {
         if kind.is_none() {
             errors.push(
                 "purpose.type",
-                "must be login, enrollment, consent, mandate or signature",
+                "must be login, enrollment, consent, mandate, signature or device_add",
             );
         }
         let needs_id = kind.is_some_and(|k| k != PurposeKind::Login);
@@ -409,45 +416,55 @@ impl EndUserService {
             .user_by_phone(&phone)
             .await?
             .ok_or(NOT_ENROLLED)?;
-        let context = match kind {
-            PurposeKind::Enrollment => {
-                let enrollment = self
-                    .enrollment(purpose.id.as_deref().unwrap_or_default())
-                    .await?;
-                if enrollment.phone != phone {
-                    return Err(ENROLLMENT_NOT_FOUND);
+        // An enrollment is proven with its own new passkey, whatever state that device is in
+        // (a pending one is told why it cannot finish yet); every other purpose with an active
+        // device of the user.
+        let mut enrollment_device: Option<DeviceId> = None;
+        let context =
+            match kind {
+                PurposeKind::Enrollment => {
+                    let enrollment = self
+                        .enrollment(purpose.id.as_deref().unwrap_or_default())
+                        .await?;
+                    if enrollment.phone != phone {
+                        return Err(ENROLLMENT_NOT_FOUND);
+                    }
+                    if enrollment.status != EnrollmentStatus::PasskeyRegistered {
+                        return Err(EndUserError::Conflict(format!(
+                            "The enrollment is {}",
+                            enrollment.status.as_str()
+                        )));
+                    }
+                    enrollment_device = enrollment.device_id.clone();
+                    context_value(EnrollmentContext::new(&enrollment.id, phone.as_str()))?
                 }
-                if enrollment.status != EnrollmentStatus::PasskeyRegistered {
-                    return Err(EndUserError::Conflict(format!(
-                        "The enrollment is {}",
-                        enrollment.status.as_str()
-                    )));
+                _ if user.enrolled_at.is_none() => return Err(NOT_ENROLLED),
+                PurposeKind::Login => context_value(LoginContext::new(phone.as_str()))?,
+                _ => {
+                    let target = self.ports.approvals.describe(&purpose).await.map_err(
+                        |error| match error {
+                            TargetError::NotFound => TARGET_NOT_FOUND,
+                            other => other.into(),
+                        },
+                    )?;
+                    // Someone else's object is as invisible as one that does not exist; so is one
+                    // addressed to an email (decided on a hosted page, never in the app).
+                    if target.recipient.phone() != Some(&phone) {
+                        return Err(TARGET_NOT_FOUND);
+                    }
+                    target.context
                 }
-                json!({"type": "enrollment", "enrollmentId": enrollment.id, "phone": phone.as_str()})
-            }
-            _ if user.enrolled_at.is_none() => return Err(NOT_ENROLLED),
-            PurposeKind::Login => json!({"type": "login", "phone": phone.as_str()}),
-            _ => {
-                let target = self
-                    .ports
-                    .targets
-                    .describe(&purpose)
-                    .await
-                    .map_err(|error| match error {
-                        TargetError::NotFound => TARGET_NOT_FOUND,
-                        other => other.into(),
-                    })?;
-                // Someone else's session is as invisible as one that does not exist.
-                if target.recipient != phone {
-                    return Err(TARGET_NOT_FOUND);
-                }
-                target.context
-            }
-        };
+            };
         let devices = self.ports.devices.of_user(&user.id).await?;
         let passkeys: Vec<StoredPasskey<'_>> = devices
             .iter()
-            .filter(|device| device.status == DeviceStatus::Active)
+            .filter(|device| match &enrollment_device {
+                Some(id) => {
+                    &device.id == id
+                        && matches!(device.status, DeviceStatus::Active | DeviceStatus::Pending)
+                }
+                None => device.status == DeviceStatus::Active,
+            })
             .map(|device| StoredPasskey {
                 passkey: &device.passkey,
                 counter: device.counter,
@@ -502,22 +519,66 @@ impl EndUserService {
                 EnrollmentStatus::Completed.as_str().to_owned()
             }
             _ => {
-                let data = auth_data(&asserted.challenge, Some(&asserted.device.id), None);
-                let success = |audience: &Audience| {
-                    self.event(Some(audience), EventType::AuthSuccess, data.clone())
+                let decision = if approve {
+                    Decision::Approve
+                } else {
+                    Decision::Reject
                 };
-                let status = self
-                    .ports
-                    .targets
-                    .decide(&purpose, approve, &success)
-                    .await?;
-                if let Some(nudge) = &self.ports.outbox_written {
-                    nudge.nudge();
-                }
-                status
+                self.decide(&asserted, decision).await?
             }
         };
         Ok(Completed { purpose, status })
+    }
+
+    /// Applies a verified assertion's decision to the object its purpose names, with
+    /// `auth.success` and the authentication it costs in the same transaction.
+    async fn decide(
+        &self,
+        asserted: &Asserted,
+        decision: Decision,
+    ) -> Result<String, EndUserError> {
+        let purpose = &asserted.challenge.purpose;
+        let now = self.now();
+        // The charge needs the object's application before the decision's transaction starts.
+        let charge = match self.ports.approvals.audience(purpose).await? {
+            Some(audience) => self
+                .ports
+                .metering
+                .charge(
+                    &audience.application_id,
+                    audience.environment,
+                    Metric::Authentications,
+                    now,
+                )
+                .await
+                .map_err(|error| EndUserError::Unavailable(Box::new(error)))?,
+            None => None,
+        };
+        let data = auth_data(&asserted.challenge, Some(&asserted.device.id), None);
+        let also = |audience: &idconsent_approval::Audience| Effects {
+            outbox: self.event(Some(audience), EventType::AuthSuccess, &data),
+            charges: charge.iter().cloned().collect(),
+        };
+        let approver = Approver {
+            device_id: asserted.device.id.clone(),
+            phone: asserted.user.phone.clone(),
+        };
+        let status = self
+            .ports
+            .approvals
+            .decide(purpose, decision, &approver, &also)
+            .await
+            .map_err(|error| match error {
+                TargetError::Quota(quota) => EndUserError::QuotaExceeded {
+                    quota,
+                    retry_after_secs: quota.retry_after_secs(now),
+                },
+                other => other.into(),
+            })?;
+        if let Some(nudge) = &self.ports.outbox_written {
+            nudge.nudge();
+        }
+        Ok(status)
     }
 
     /// `POST /v1/enrollments/:id/verify`: an assertion with purpose `enrollment` for this one.
@@ -635,78 +696,6 @@ impl EndUserService {
             .ok_or(EndUserError::Unauthorized("Invalid or expired token"))
     }
 
-    pub async fn devices(&self, user: &EndUserId) -> Result<Vec<Device>, EndUserError> {
-        Ok(self.ports.devices.of_user(user).await?)
-    }
-
-    /// One of the user's devices; anyone else's is "not found".
-    pub async fn device(&self, user: &EndUserId, id: &str) -> Result<Device, EndUserError> {
-        let id = DeviceId::parse(id).map_err(|_| DEVICE_NOT_FOUND)?;
-        self.ports
-            .devices
-            .find(&id)
-            .await?
-            .filter(|device| &device.user_id == user)
-            .ok_or(DEVICE_NOT_FOUND)
-    }
-
-    /// Blocks a device: it can no longer authenticate and its tokens stop working.
-    pub async fn block_device(&self, user: &EndUserId, id: &str) -> Result<Device, EndUserError> {
-        self.change_device(user, id, &[DeviceStatus::Active], DeviceStatus::Blocked)
-            .await
-    }
-
-    /// Deregisters a device (event `device.deregistered`).
-    pub async fn deregister_device(
-        &self,
-        user: &EndUserId,
-        id: &str,
-    ) -> Result<Device, EndUserError> {
-        self.change_device(
-            user,
-            id,
-            &[DeviceStatus::Active, DeviceStatus::Blocked],
-            DeviceStatus::Deregistered,
-        )
-        .await
-    }
-
-    async fn change_device(
-        &self,
-        user: &EndUserId,
-        id: &str,
-        from: &[DeviceStatus],
-        to: DeviceStatus,
-    ) -> Result<Device, EndUserError> {
-        let device = self.device(user, id).await?;
-        let now = self.now();
-        let outbox = if to == DeviceStatus::Deregistered {
-            self.event(
-                device.audience.as_ref(),
-                EventType::DeviceDeregistered,
-                json!({"deviceId": device.id, "name": device.name, "platform": device.platform}),
-            )
-        } else {
-            Vec::new()
-        };
-        if !self
-            .ports
-            .devices
-            .set_status(&device.id, from, to, now, &outbox)
-            .await?
-        {
-            return Err(EndUserError::Conflict(format!(
-                "The device is {}",
-                device.status.as_str()
-            )));
-        }
-        self.nudge(&outbox);
-        Ok(Device {
-            status: to,
-            ..device
-        })
-    }
-
     /// Verifies an assertion against its challenge and spends the challenge. Every refusal
     /// after the challenge is known is reported as `auth.failed` to the purpose's audience.
     ///
@@ -786,6 +775,9 @@ impl EndUserService {
                 "The challenge was issued for another purpose",
             )));
         }
+        if device.status == DeviceStatus::Pending {
+            return Err(with_device(DEVICE_PENDING));
+        }
         if device.status != DeviceStatus::Active {
             return Err(with_device(DEVICE_INACTIVE));
         }
@@ -825,16 +817,21 @@ impl EndUserService {
         let enrollment = self
             .enrollment(asserted.challenge.purpose.id.as_deref().unwrap_or_default())
             .await?;
+        // Only the enrollment's own passkey proves it.
+        if enrollment.device_id.as_ref() != Some(&asserted.device.id) {
+            return Err(UNKNOWN_PASSKEY);
+        }
         let now = self.now();
         let mut outbox = self.event(
             enrollment.audience.as_ref(),
             EventType::EnrollmentCompleted,
-            json!({
-                "enrollmentId": enrollment.id,
-                "phone": enrollment.phone.as_str(),
-                "deviceId": asserted.device.id,
-                "status": EnrollmentStatus::Completed.as_str(),
-            }),
+            EnrollmentCompleted {
+                enrollment_id: &enrollment.id,
+                phone: enrollment.phone.as_str(),
+                device_id: &asserted.device.id,
+                status: EnrollmentStatus::Completed.as_str(),
+                completed_at: now,
+            },
         );
         outbox.extend(self.event(
             enrollment.audience.as_ref(),
@@ -885,15 +882,15 @@ impl EndUserService {
                 let id = EnrollmentId::parse(purpose.id.as_deref()?).ok()?;
                 self.ports.enrollments.find(&id).await.ok()??.audience
             }
-            _ => self.ports.targets.describe(purpose).await.ok()?.audience,
+            _ => self.ports.approvals.audience(purpose).await.ok()?,
         }
     }
 
-    fn event(
+    pub(crate) fn event(
         &self,
         audience: Option<&Audience>,
         event_type: EventType,
-        data: Value,
+        data: impl Serialize,
     ) -> Vec<Outbox> {
         let Some(audience) = audience else {
             return Vec::new();
@@ -909,7 +906,7 @@ impl EndUserService {
         )]
     }
 
-    fn nudge(&self, outbox: &[Outbox]) {
+    pub(crate) fn nudge(&self, outbox: &[Outbox]) {
         if let (false, Some(nudge)) = (outbox.is_empty(), &self.ports.outbox_written) {
             nudge.nudge();
         }
@@ -985,30 +982,23 @@ impl<E: Into<EndUserError>> From<E> for Refusal {
     }
 }
 
-fn auth_data(challenge: &Challenge, device: Option<&DeviceId>, reason: Option<&str>) -> Value {
-    let mut data = json!({
-        "challengeId": challenge.id,
-        "purpose": challenge.purpose.to_json(),
-        "phone": challenge.phone.as_str(),
-        "deviceId": device,
-    });
-    if let (Some(reason), Value::Object(fields)) = (reason, &mut data) {
-        fields.insert("reason".into(), reason.into());
+fn auth_data<'a>(
+    challenge: &'a Challenge,
+    device: Option<&'a DeviceId>,
+    reason: Option<&'a str>,
+) -> AuthEventData<'a> {
+    AuthEventData {
+        challenge_id: &challenge.id,
+        purpose: &challenge.purpose,
+        phone: challenge.phone.as_str(),
+        device_id: device,
+        reason,
     }
-    data
 }
 
-fn optional_text(
-    errors: &mut ValidationErrors,
-    field: &str,
-    value: Option<String>,
-    max: usize,
-) -> Option<String> {
-    let value = value.map(|v| v.trim().to_owned()).filter(|v| !v.is_empty());
-    if value.as_ref().is_some_and(|v| v.chars().count() > max) {
-        errors.push(field, format!("must be at most {max} characters"));
-    }
-    value
+/// A context as the challenge commits to it.
+fn context_value(context: impl Serialize) -> Result<Value, EndUserError> {
+    serde_json::to_value(context).map_err(|error| EndUserError::Unavailable(Box::new(error)))
 }
 
 fn check_installation(installation: &str) -> Result<&str, EndUserError> {
@@ -1024,14 +1014,18 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
 }
 
 const INVALID_CODE: EndUserError = EndUserError::BadRequest("Invalid or expired code");
+const NO_ATTEMPTS_LEFT: EndUserError =
+    EndUserError::BadRequest("Too many wrong codes; start a new enrollment");
 const INVALID_CHALLENGE: EndUserError =
     EndUserError::Unauthorized("Invalid, expired or already used challenge");
 const UNKNOWN_PASSKEY: EndUserError = EndUserError::Unauthorized("Unknown passkey");
+const DEVICE_PENDING: EndUserError = EndUserError::Unauthorized(
+    "This device waits for approval from one of your other devices, or for the end of its recovery",
+);
 const DEVICE_INACTIVE: EndUserError =
     EndUserError::Unauthorized("This device is blocked or deregistered");
 const INVALID_TOKEN: EndUserError = EndUserError::Unauthorized("Invalid or expired token");
 const NOT_ENROLLED: EndUserError = EndUserError::NotFound("No enrolled user with this phone");
 const ENROLLMENT_NOT_FOUND: EndUserError = EndUserError::NotFound("Enrollment not found");
-const DEVICE_NOT_FOUND: EndUserError = EndUserError::NotFound("Device not found");
 const TARGET_NOT_FOUND: EndUserError =
     EndUserError::NotFound("Nothing to approve with this purpose");

@@ -73,6 +73,27 @@ pub struct KeyRingEntry {
     pub kid: String,
     pub created_at: Timestamp,
     pub retired_at: Option<Timestamp>,
+    /// When the key starts signing (`None`: at once). A rotation shared by several processes
+    /// publishes the new key first and signs with it only once every process has reloaded the
+    /// ring, so no process meets a token signed by a key it does not know yet.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub activates_at: Option<Timestamp>,
+}
+
+/// A key kept outside the ring's directory (in the database): what the ring knows about it and
+/// its private key as PKCS#8 PEM.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredKey {
+    pub info: KeyRingEntry,
+    pub pem: Vec<u8>,
+}
+
+impl fmt::Debug for StoredKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("StoredKey")
+            .field("info", &self.info)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Serialize, Deserialize)]
@@ -263,6 +284,75 @@ impl Es256KeyRing {
         Ok(ring)
     }
 
+    /// A ring of keys kept elsewhere, as they stand at `now`: the signing key is the newest one
+    /// active at `now` (activated, not retired); keys activating later are published (they
+    /// verify) but do not sign yet. The ring never writes; the owner of the keys rotates and
+    /// prunes them and builds a new ring.
+    pub fn from_stored(
+        stored: Vec<StoredKey>,
+        token_lifetime: Duration,
+        now: Timestamp,
+    ) -> Result<Self, KeyRingError> {
+        let dir = PathBuf::from("(database)");
+        let mut keys: Vec<RingKey> = Vec::with_capacity(stored.len());
+        for StoredKey { info, pem } in stored {
+            if !valid_kid(&info.kid) || keys.iter().any(|key| key.info.kid == info.kid) {
+                return Err(KeyRingError::Key {
+                    kid: info.kid,
+                    message: "invalid or duplicate kid".into(),
+                });
+            }
+            let key_pair = ES256
+                .key_pair_from_pem(&pem)
+                .map_err(|error| KeyRingError::Key {
+                    kid: info.kid.clone(),
+                    message: error.to_string(),
+                })?;
+            let material = Arc::new(KeyMaterial::new(&info.kid, &key_pair)?);
+            keys.push(RingKey { info, material });
+        }
+        let active =
+            active_index_at(&keys, now).ok_or_else(|| KeyRingError::NoActiveKey(dir.clone()))?;
+        Ok(Self {
+            dir,
+            token_lifetime,
+            keys,
+            active,
+        })
+    }
+
+    /// A fresh P-256 key: its `kid` (RFC 7638 thumbprint) and its PKCS#8 PEM.
+    pub fn generate_key() -> Result<(String, Vec<u8>), KeyRingError> {
+        let key_pair = ES256
+            .generate_key_pair()
+            .map_err(|error| KeyRingError::Key {
+                kid: "(new)".into(),
+                message: error.to_string(),
+            })?;
+        let (x, y) = public_coordinates(&key_pair).ok_or_else(|| KeyRingError::Key {
+            kid: "(new)".into(),
+            message: "no public coordinates".into(),
+        })?;
+        Ok((thumbprint(&x, &y), key_pair.to_pem_private_key()))
+    }
+
+    /// The keys of a ring directory with their PEMs, to move them elsewhere (import).
+    pub fn export(dir: &Path) -> Result<Vec<StoredKey>, KeyRingError> {
+        let mut stored = Vec::new();
+        for key in load_keys(dir)? {
+            let pem_path = dir.join(format!("{}.pem", key.info.kid));
+            let pem = fs::read(&pem_path).map_err(|source| KeyRingError::Io {
+                path: pem_path,
+                source,
+            })?;
+            stored.push(StoredKey {
+                info: key.info,
+                pem,
+            });
+        }
+        Ok(stored)
+    }
+
     /// Adds a new signing key and retires the current one at `now`; returns the new `kid`.
     /// Expired retired keys are pruned in the same step.
     pub fn rotate(&mut self, now: Timestamp) -> Result<String, KeyRingError> {
@@ -290,6 +380,7 @@ impl Es256KeyRing {
                 kid: kid.clone(),
                 created_at: now,
                 retired_at: None,
+                activates_at: None,
             },
             material,
         });
@@ -374,6 +465,18 @@ impl Es256KeyRing {
             .iter()
             .find(|key| key.info.kid == kid && self.is_published(key, now))
     }
+}
+
+/// The newest key signing at `now`: activated and not yet retired (the later one on a tie).
+fn active_index_at(keys: &[RingKey], now: Timestamp) -> Option<usize> {
+    keys.iter()
+        .enumerate()
+        .filter(|(_, key)| {
+            key.info.activates_at.is_none_or(|at| at <= now)
+                && key.info.retired_at.is_none_or(|at| at > now)
+        })
+        .max_by_key(|(index, key)| (key.info.activates_at.unwrap_or(key.info.created_at), *index))
+        .map(|(index, _)| index)
 }
 
 /// The newest key not retired (the later one on a tie).
@@ -728,5 +831,55 @@ impl TokenSigner for Es256TokenSigner {
 
     fn jwks(&self) -> Value {
         self.read_ring().jwks(self.clock.now())
+    }
+}
+
+/// New ES256 keys for the shared key store (`idconsent_oauth::SigningKeys`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Es256KeyGenerator;
+
+impl idconsent_oauth::KeyGenerator for Es256KeyGenerator {
+    fn generate(&self) -> Result<(String, Vec<u8>), idconsent_oauth::SigningKeyError> {
+        Es256KeyRing::generate_key()
+            .map_err(|error| idconsent_oauth::SigningKeyError::Unavailable(Box::new(error)))
+    }
+}
+
+impl Es256KeyRing {
+    /// A ring of the shared store's keys, as they stand at `now`.
+    pub fn from_signing_keys(
+        keys: Vec<idconsent_oauth::SigningKey>,
+        token_lifetime: Duration,
+        now: Timestamp,
+    ) -> Result<Self, KeyRingError> {
+        let stored = keys
+            .into_iter()
+            .map(|key| StoredKey {
+                info: KeyRingEntry {
+                    kid: key.kid,
+                    created_at: key.created_at,
+                    retired_at: key.retired_at,
+                    activates_at: Some(key.activates_at),
+                },
+                pem: key.pem,
+            })
+            .collect();
+        Self::from_stored(stored, token_lifetime, now)
+    }
+
+    /// The keys of a ring directory, for an import into the shared store.
+    pub fn export_signing_keys(
+        dir: &Path,
+    ) -> Result<Vec<idconsent_oauth::SigningKey>, KeyRingError> {
+        Ok(Self::export(dir)?
+            .into_iter()
+            .map(|key| idconsent_oauth::SigningKey {
+                activates_at: key.info.activates_at.unwrap_or(key.info.created_at),
+                kid: key.info.kid,
+                pem: key.pem,
+                created_at: key.info.created_at,
+                retired_at: key.info.retired_at,
+            })
+            .collect())
     }
 }

@@ -4,7 +4,8 @@ mod access_tokens;
 mod app_tokens;
 
 pub use access_tokens::{
-    DEFAULT_TOKEN_LIFETIME, Es256KeyRing, Es256TokenSigner, KeyRingEntry, KeyRingError,
+    DEFAULT_TOKEN_LIFETIME, Es256KeyGenerator, Es256KeyRing, Es256TokenSigner, KeyRingEntry,
+    KeyRingError, StoredKey,
 };
 pub use app_tokens::HmacAppTokens;
 

@@ -110,12 +110,22 @@ fn is_private_v4(ip: Ipv4Addr) -> bool {
         || a == 0
         || (a == 100 && (64..128).contains(&b)) // carrier-grade NAT
         || (a == 192 && b == 0 && ip.octets()[2] == 0) // IETF protocol assignments
+        || (a == 198 && (b == 18 || b == 19)) // benchmarking
         || a >= 240
 }
 
+/// Besides the private IPv6 ranges, the ones that carry an IPv4 address inside — NAT64
+/// (`64:ff9b::/96`, `64:ff9b:1::/48`), 6to4 (`2002::/16`), Teredo (`2001::/32`) and the deprecated
+/// IPv4-compatible `::a.b.c.d` — are refused whole: each can lead to an internal IPv4 host.
 fn is_private_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
-    ip.is_loopback()
+    let segments = ip.segments();
+    let first = segments[0];
+    let ipv4_compatible = segments[..6].iter().all(|s| *s == 0);
+    ipv4_compatible
+        || (first == 0x0064 && segments[1] == 0xff9b) // NAT64, well-known and local-use
+        || first == 0x2002 // 6to4
+        || (first == 0x2001 && segments[1] == 0x0000) // Teredo
+        || ip.is_loopback()
         || ip.is_unspecified()
         || ip.is_multicast()
         || (first & 0xfe00) == 0xfc00 // unique local
@@ -182,6 +192,15 @@ mod tests {
             "http://[fd00::1]/",
             "http://[fe80::1]/",
             "http://[::ffff:127.0.0.1]/",
+            "http://[64:ff9b::7f00:1]/",
+            "http://[64:ff9b::808:808]/",
+            "http://[64:ff9b:1::a00:1]/",
+            "http://[2002:7f00:1::1]/",
+            "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+            "http://[::7f00:1]/",
+            "http://[::a00:1]/",
+            "http://198.18.0.1/",
+            "http://198.19.255.255/",
             "http://2130706433/",
             "http://0x7f000001/",
         ] {
@@ -192,6 +211,21 @@ mod tests {
                 Err(InvalidUrl::PrivateTarget)
             );
             assert_eq!(url.check_target(false, true), Ok(()));
+        }
+    }
+
+    #[test]
+    fn public_addresses_stay_public() {
+        for public in [
+            "http://8.8.8.8/",
+            "http://198.20.0.1/",
+            "http://[2606:4700::1111]/",
+            "http://[2001:4860::8888]/",
+        ] {
+            assert!(
+                !WebUrl::parse(public).unwrap().targets_private_host(),
+                "{public}"
+            );
         }
     }
 

@@ -1,5 +1,5 @@
 //! The contracts of the merchant repositories ([`MerchantRepository`], [`TeamRepository`],
-//! [`CodeRepository`], [`ApplicationRepository`], [`ReplayGuard`], [`IdempotencyStore`]):
+//! [`CodeRepository`], [`ApplicationRepository`]):
 //! every adapter runs these cases against a fresh store.
 //!
 //! Several cases need more than one port of the same store (approval needs applications), so
@@ -32,9 +32,8 @@ use crate::model::{
     RetiringSecret, Role, UserStatus,
 };
 use crate::ports::{
-    ApplicationRepository, CodePurpose, CodeRepository, IdempotencyState, IdempotencyStore,
-    MerchantRepository, NewKey, OneTimeCode, ReplayGuard, RepositoryError, StoredResponse,
-    TeamRepository, conflicts,
+    ApplicationRepository, CodePurpose, CodeRepository, MerchantRepository, NewKey, OneTimeCode,
+    RepositoryError, TeamRepository, conflicts,
 };
 
 /// The ports of one store, as the cases use them.
@@ -44,29 +43,19 @@ pub struct MerchantStores {
     pub team: Arc<dyn TeamRepository>,
     pub codes: Arc<dyn CodeRepository>,
     pub applications: Arc<dyn ApplicationRepository>,
-    pub replay: Arc<dyn ReplayGuard>,
-    pub idempotency: Arc<dyn IdempotencyStore>,
 }
 
 impl MerchantStores {
     /// Every port from one adapter that implements them all.
     pub fn from_one<S>(store: Arc<S>) -> Self
     where
-        S: MerchantRepository
-            + TeamRepository
-            + CodeRepository
-            + ApplicationRepository
-            + ReplayGuard
-            + IdempotencyStore
-            + 'static,
+        S: MerchantRepository + TeamRepository + CodeRepository + ApplicationRepository + 'static,
     {
         Self {
             merchants: store.clone(),
             team: store.clone(),
             codes: store.clone(),
-            applications: store.clone(),
-            replay: store.clone(),
-            idempotency: store,
+            applications: store,
         }
     }
 }
@@ -114,19 +103,6 @@ macro_rules! merchant_store_contract {
             rotating_a_key_replaces_it_and_the_old_hash_stops_matching,
             rotating_live_without_a_live_key_is_a_conflict,
             rotating_the_webhook_secret_keeps_the_previous_one_signing,
-            // ReplayGuard
-            a_fingerprint_is_first_used_once,
-            of_racing_first_uses_exactly_one_is_first,
-            forgetting_expired_fingerprints_keeps_unexpired_ones,
-            // IdempotencyStore
-            claiming_an_unknown_key_claims_it_once,
-            a_completed_key_replays_its_response_until_it_expires,
-            releasing_a_claim_lets_the_request_be_retried,
-            a_claim_whose_lease_ended_can_be_claimed_again,
-            idempotency_keys_are_scoped,
-            of_racing_claims_exactly_one_is_claimed,
-            of_racing_claims_of_an_expired_key_exactly_one_is_claimed,
-            forgetting_expired_keys_keeps_unexpired_ones,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -663,7 +639,16 @@ pub async fn documents_are_listed_oldest_first(stores: MerchantStores) {
 pub async fn approval_makes_the_merchant_live_with_verified_documents_and_live_keys(
     stores: MerchantStores,
 ) {
-    let (merchant, _) = stored_merchant(&stores, MerchantStatus::InReview, T0).await;
+    // Rejected once, then resubmitted: the old reason must not survive the approval.
+    let merchant = Merchant {
+        rejection_reason: Some("registration certificate unreadable".into()),
+        ..merchant(MerchantStatus::InReview, T0)
+    };
+    stores
+        .merchants
+        .create(&merchant, &owner_of(&merchant))
+        .await
+        .unwrap();
     for offset in [10, 20] {
         stores
             .merchants
@@ -691,6 +676,7 @@ pub async fn approval_makes_the_merchant_live_with_verified_documents_and_live_k
         .unwrap();
 
     let approved = stores.merchants.find(&merchant.id).await.unwrap().unwrap();
+    assert_eq!(approved.rejection_reason, None);
     assert_eq!(approved.status, MerchantStatus::Live);
     assert_eq!(approved.decided_at, Some(at(500)));
     let documents = stores.merchants.list_documents(&merchant.id).await.unwrap();
@@ -1718,366 +1704,5 @@ pub async fn rotating_the_webhook_secret_keeps_the_previous_one_signing(stores: 
             sealed: first,
             expires_at: at(86_400_200),
         })
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// ReplayGuard
-
-pub async fn a_fingerprint_is_first_used_once(stores: MerchantStores) {
-    let fingerprint = random_hex(32);
-    assert!(
-        stores
-            .replay
-            .first_use(&fingerprint, at(300_000))
-            .await
-            .unwrap()
-    );
-    assert!(
-        !stores
-            .replay
-            .first_use(&fingerprint, at(300_000))
-            .await
-            .unwrap()
-    );
-    assert!(
-        !stores
-            .replay
-            .first_use(&fingerprint, at(600_000))
-            .await
-            .unwrap()
-    );
-    assert!(
-        stores
-            .replay
-            .first_use(&random_hex(32), at(300_000))
-            .await
-            .unwrap()
-    );
-}
-
-pub async fn of_racing_first_uses_exactly_one_is_first(stores: MerchantStores) {
-    for round in 0..3 {
-        let fingerprint = random_hex(32);
-        let uses = (0..6).map(|_| {
-            let replay = stores.replay.clone();
-            let fingerprint = fingerprint.clone();
-            async move { replay.first_use(&fingerprint, at(300_000)).await.unwrap() }
-        });
-        let first = join_all(uses).await;
-        assert_eq!(
-            first.iter().filter(|f| **f).count(),
-            1,
-            "round {round}: {first:?}"
-        );
-    }
-}
-
-pub async fn forgetting_expired_fingerprints_keeps_unexpired_ones(stores: MerchantStores) {
-    let expired = random_hex(32);
-    let current = random_hex(32);
-    assert!(
-        stores
-            .replay
-            .first_use(&expired, at(-60_000))
-            .await
-            .unwrap()
-    );
-    assert!(
-        stores
-            .replay
-            .first_use(&current, at(300_000))
-            .await
-            .unwrap()
-    );
-    let forgotten = stores.replay.forget_expired(T0).await.unwrap();
-    assert!(forgotten <= 1, "{forgotten}");
-    assert!(
-        !stores
-            .replay
-            .first_use(&current, at(300_000))
-            .await
-            .unwrap()
-    );
-}
-
-// ---------------------------------------------------------------------------------------------
-// IdempotencyStore
-
-const DAY_MS: i64 = 86_400_000;
-
-fn scope() -> String {
-    format!("{}:{}", ids().next::<ApplicationId>(), Environment::Live)
-}
-
-pub async fn claiming_an_unknown_key_claims_it_once(stores: MerchantStores) {
-    let scope = scope();
-    let store = &stores.idempotency;
-    assert_eq!(
-        store
-            .claim(&scope, "order-1", "hash-a", T0, at(DAY_MS))
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
-    );
-    assert_eq!(
-        store
-            .claim(&scope, "order-1", "hash-b", at(1), at(DAY_MS + 1))
-            .await
-            .unwrap(),
-        IdempotencyState::InProgress {
-            request_hash: "hash-a".into()
-        }
-    );
-}
-
-pub async fn a_completed_key_replays_its_response_until_it_expires(stores: MerchantStores) {
-    let scope = scope();
-    let store = &stores.idempotency;
-    let response = StoredResponse {
-        status: 201,
-        body: b"{\"id\":\"cs_1\"}\xff\x00".to_vec(),
-    };
-    store
-        .claim(&scope, "order-2", "hash-a", T0, at(DAY_MS))
-        .await
-        .unwrap();
-    store
-        .complete(&scope, "order-2", &response, at(DAY_MS))
-        .await
-        .unwrap();
-    let completed = IdempotencyState::Completed {
-        request_hash: "hash-a".into(),
-        response: response.clone(),
-    };
-    for (hash, now) in [("hash-a", at(1_000)), ("hash-b", at(DAY_MS - 1))] {
-        assert_eq!(
-            store
-                .claim(&scope, "order-2", hash, now, at(2 * DAY_MS))
-                .await
-                .unwrap(),
-            completed
-        );
-    }
-    assert_eq!(
-        store
-            .claim(
-                &scope,
-                "order-2",
-                "hash-c",
-                at(DAY_MS + 1),
-                at(2 * DAY_MS + 1)
-            )
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
-    );
-    assert_eq!(
-        store
-            .claim(
-                &scope,
-                "order-2",
-                "hash-d",
-                at(DAY_MS + 2),
-                at(2 * DAY_MS + 2)
-            )
-            .await
-            .unwrap(),
-        IdempotencyState::InProgress {
-            request_hash: "hash-c".into()
-        }
-    );
-}
-
-pub async fn releasing_a_claim_lets_the_request_be_retried(stores: MerchantStores) {
-    let scope = scope();
-    let store = &stores.idempotency;
-    assert_eq!(
-        store
-            .claim(&scope, "order-3", "hash-a", T0, at(DAY_MS))
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
-    );
-    store.release(&scope, "order-3").await.unwrap();
-    assert_eq!(
-        store
-            .claim(&scope, "order-3", "hash-a", at(1), at(DAY_MS + 1))
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
-    );
-}
-
-pub async fn idempotency_keys_are_scoped(stores: MerchantStores) {
-    let store = &stores.idempotency;
-    let (sandbox, live) = (scope(), scope());
-    for scope in [&sandbox, &live] {
-        assert_eq!(
-            store
-                .claim(scope, "order-4", "hash-a", T0, at(DAY_MS))
-                .await
-                .unwrap(),
-            IdempotencyState::Claimed
-        );
-    }
-}
-
-pub async fn a_claim_whose_lease_ended_can_be_claimed_again(stores: MerchantStores) {
-    let scope = scope();
-    let store = &stores.idempotency;
-    // The first request's process died: it never completed nor released its claim.
-    assert_eq!(
-        store
-            .claim(&scope, "order-lease", "hash-a", T0, at(60_000))
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
-    );
-    assert!(matches!(
-        store
-            .claim(&scope, "order-lease", "hash-a", at(59_999), at(119_999))
-            .await
-            .unwrap(),
-        IdempotencyState::InProgress { .. }
-    ));
-    assert_eq!(
-        store
-            .claim(&scope, "order-lease", "hash-a", at(60_000), at(120_000))
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
-    );
-    // Completing extends the key's life beyond the claim's lease.
-    let response = StoredResponse {
-        status: 201,
-        body: b"{}".to_vec(),
-    };
-    store
-        .complete(&scope, "order-lease", &response, at(DAY_MS))
-        .await
-        .unwrap();
-    assert!(matches!(
-        store
-            .claim(&scope, "order-lease", "hash-a", at(200_000), at(260_000))
-            .await
-            .unwrap(),
-        IdempotencyState::Completed { .. }
-    ));
-}
-
-pub async fn of_racing_claims_exactly_one_is_claimed(stores: MerchantStores) {
-    for round in 0..3 {
-        let scope = scope();
-        let claims = (0..6).map(|_| {
-            let store = stores.idempotency.clone();
-            let scope = scope.clone();
-            async move {
-                store
-                    .claim(&scope, "order-5", "hash-a", T0, at(DAY_MS))
-                    .await
-                    .unwrap()
-            }
-        });
-        let states = join_all(claims).await;
-        assert_eq!(
-            states
-                .iter()
-                .filter(|s| **s == IdempotencyState::Claimed)
-                .count(),
-            1,
-            "round {round}: {states:?}"
-        );
-        assert!(
-            states.iter().all(|s| matches!(
-                s,
-                IdempotencyState::Claimed | IdempotencyState::InProgress { .. }
-            )),
-            "round {round}: {states:?}"
-        );
-    }
-}
-
-pub async fn of_racing_claims_of_an_expired_key_exactly_one_is_claimed(stores: MerchantStores) {
-    for round in 0..3 {
-        let scope = scope();
-        stores
-            .idempotency
-            .claim(&scope, "order-6", "hash-a", T0, at(1_000))
-            .await
-            .unwrap();
-        stores
-            .idempotency
-            .complete(
-                &scope,
-                "order-6",
-                &StoredResponse {
-                    status: 200,
-                    body: vec![],
-                },
-                at(1_000),
-            )
-            .await
-            .unwrap();
-        let claims = (0..6).map(|_| {
-            let store = stores.idempotency.clone();
-            let scope = scope.clone();
-            async move {
-                store
-                    .claim(&scope, "order-6", "hash-b", at(2_000), at(DAY_MS))
-                    .await
-                    .unwrap()
-            }
-        });
-        let states = join_all(claims).await;
-        assert_eq!(
-            states
-                .iter()
-                .filter(|s| **s == IdempotencyState::Claimed)
-                .count(),
-            1,
-            "round {round}: {states:?}"
-        );
-    }
-}
-
-pub async fn forgetting_expired_keys_keeps_unexpired_ones(stores: MerchantStores) {
-    let scope = scope();
-    let store = &stores.idempotency;
-    let response = StoredResponse {
-        status: 202,
-        body: b"accepted".to_vec(),
-    };
-    store
-        .claim(&scope, "old", "hash-a", at(-2 * DAY_MS), at(-DAY_MS))
-        .await
-        .unwrap();
-    store
-        .claim(&scope, "current", "hash-b", T0, at(DAY_MS))
-        .await
-        .unwrap();
-    store
-        .complete(&scope, "current", &response, at(DAY_MS))
-        .await
-        .unwrap();
-    let forgotten = store.forget_expired(at(1)).await.unwrap();
-    assert!(forgotten <= 1, "{forgotten}");
-    assert_eq!(
-        store
-            .claim(&scope, "current", "hash-b", at(2), at(DAY_MS + 2))
-            .await
-            .unwrap(),
-        IdempotencyState::Completed {
-            request_hash: "hash-b".into(),
-            response,
-        }
-    );
-    // Whether or not it was forgotten, an expired key can be claimed again.
-    assert_eq!(
-        store
-            .claim(&scope, "old", "hash-c", at(3), at(DAY_MS + 3))
-            .await
-            .unwrap(),
-        IdempotencyState::Claimed
     );
 }

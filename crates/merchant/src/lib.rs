@@ -1,8 +1,8 @@
 #![doc = include_str!("../README.md")]
 
-pub mod access;
 mod applications;
 pub mod credentials;
+mod directory;
 mod error;
 pub mod golive;
 pub mod model;
@@ -17,12 +17,12 @@ pub mod contract;
 #[cfg(feature = "contract")]
 pub mod registry_contract;
 
-pub use access::{ApiAccess, Caller, Denied, Idempotency, IdempotencyDecision};
 pub use applications::{
     API_KEY_HASH_PURPOSE, ApplicationInput, ApplicationView, CreatedApplication, RotatedKey,
     RotatedWebhookSecret,
 };
 pub use credentials::ApiKey;
+pub use directory::{ApplicationSigningSecrets, MerchantDirectory};
 pub use error::MerchantError;
 pub use onboarding::{
     AccountView, BusinessPatch, DocumentUpload, MAX_DOCUMENT_BYTES, RegisterRequest, Registered,

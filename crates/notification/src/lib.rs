@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod dispatcher;
+mod limits;
 mod message;
 mod notifier;
 pub mod ports;
@@ -13,6 +14,7 @@ pub mod testing;
 pub mod transport_contract;
 
 pub use dispatcher::{DispatchReport, Dispatcher, RetryPolicy};
+pub use limits::{SendLimitError, SendLimitSettings, SendLimits, Sender};
 pub use message::{Address, Channel, DeliveryStatus, InvalidAddress, Message, NewMessage};
 pub use notifier::Notifier;
 pub use ports::{

@@ -4,7 +4,7 @@ use async_trait::async_trait;
 use idconsent_kernel::id::MessageId;
 use idconsent_kernel::{Clock, IdGenerator};
 
-use crate::message::{DeliveryStatus, Message, NewMessage};
+use crate::message::{Address, DeliveryStatus, Message, NewMessage};
 use crate::ports::{MessageStore, MessageStoreError, NotificationSender, NotifyError, Nudge};
 
 /// Queues messages in the outbox and wakes the dispatcher.
@@ -29,6 +29,15 @@ impl Notifier {
             ids,
             nudge,
         }
+    }
+
+    /// What was sent to `to`, oldest first, at most `limit` (the dev mailbox).
+    pub async fn sent_to(
+        &self,
+        to: &Address,
+        limit: u32,
+    ) -> Result<Vec<Message>, MessageStoreError> {
+        self.store.list_for(to.as_str(), limit).await
     }
 }
 
@@ -67,7 +76,6 @@ impl NotificationSender for Notifier {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Address;
     use crate::testing::InMemoryMessageStore;
     use idconsent_kernel::{ManualClock, SeededRandom, Timestamp, UlidGenerator};
     use std::sync::atomic::{AtomicUsize, Ordering};

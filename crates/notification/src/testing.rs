@@ -138,3 +138,39 @@ mod contract_tests {
 
     crate::message_store_contract!(store);
 }
+
+/// An in-memory [`idconsent_kernel::Throttle`] that passes the kernel's throttle contract.
+#[derive(Debug, Default)]
+pub struct InMemoryThrottle {
+    counters: Mutex<std::collections::HashMap<(String, i64), u64>>,
+}
+
+#[async_trait]
+impl idconsent_kernel::Throttle for InMemoryThrottle {
+    async fn take(
+        &self,
+        key: &str,
+        window_start: Timestamp,
+        limit: u64,
+    ) -> Result<bool, idconsent_kernel::ThrottleError> {
+        let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        let used = counters
+            .entry((key.to_owned(), window_start.as_millis()))
+            .or_default();
+        if *used >= limit {
+            return Ok(false);
+        }
+        *used += 1;
+        Ok(true)
+    }
+
+    async fn forget_before(
+        &self,
+        before: Timestamp,
+    ) -> Result<u64, idconsent_kernel::ThrottleError> {
+        let mut counters = self.counters.lock().unwrap_or_else(|p| p.into_inner());
+        let count = counters.len();
+        counters.retain(|(_, start), _| *start >= before.as_millis());
+        Ok((count - counters.len()) as u64)
+    }
+}

@@ -220,7 +220,12 @@ pub async fn a_grant_is_read_with_its_session(
         decided_at: None,
     };
     sessions
-        .create(&session, &[], &FloodLimits::default(), created)
+        .create(
+            &session,
+            &idconsent_webhook::Effects::default(),
+            &FloodLimits::default(),
+            created,
+        )
         .await
         .unwrap();
     let grant = grant(&session.id, &application);
@@ -235,7 +240,12 @@ pub async fn a_grant_is_read_with_its_session(
     assert_eq!(read.grant, grant);
     assert_eq!(read.session, state(SessionStatus::Pending));
     sessions
-        .decide(&session.id, SessionStatus::Approved, created, &[])
+        .decide(
+            &session.id,
+            SessionStatus::Approved,
+            created,
+            &idconsent_webhook::Effects::default(),
+        )
         .await
         .unwrap();
     let read = read_grant(store.as_ref(), &grant.code_id).await.unwrap();

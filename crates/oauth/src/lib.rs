@@ -1,21 +1,32 @@
 #![doc = include_str!("../README.md")]
 
+mod approval;
 mod code;
 mod error;
+pub mod events;
 pub mod model;
 pub mod pkce;
 pub mod ports;
 mod service;
+pub mod signing_keys;
 
 #[cfg(feature = "contract")]
 pub mod contract;
+#[cfg(feature = "contract")]
+pub mod signing_keys_contract;
 
+pub use approval::OAuthApprovals;
 pub use error::OAuthError;
 pub use model::{
-    AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, SessionState, VerifiedValue,
-    claims_object,
+    AccessRequest, Claim, ClaimKey, Claims, Grant, GrantWithSession, IssuedToken, SessionState,
+    VerificationStatus, VerifiedValue, claims_object,
 };
 pub use pkce::ChallengeMethod;
 pub use service::{
-    CreateAccessRequest, OAuthPorts, OAuthService, OAuthSettings, RequestStatus, TokenGrant,
+    ActiveToken, ApprovedRequest, CreateAccessRequest, HostedPage, OAuthPorts, OAuthService,
+    OAuthSettings, RequestStatus, TokenGrant, UserInfo,
+};
+pub use signing_keys::{
+    KeyGenerator, Rotated, SigningKey, SigningKeyError, SigningKeyRecord, SigningKeySettings,
+    SigningKeyStore, SigningKeys,
 };

@@ -4,6 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use idconsent_approval::{ApplicationDirectory, ApplicationNames};
 use idconsent_consent::{
     ConsentError, ConsentService, CreateRequest, Decision, Requester, Session, SessionStatus,
     TransactionInput,
@@ -13,12 +14,15 @@ use idconsent_kernel::{
     Clock, IdGenerator, Intent, KeyedHash, RandomSource, SecretVault, Timestamp, ValidationErrors,
     WebUrl, constant_time_eq,
 };
-use idconsent_webhook::Outbox;
-use serde_json::{Map, Value, json};
+use idconsent_webhook::Effects;
+use serde_json::Value;
 
 use crate::code::{self, NewCode};
 use crate::error::{INVALID_GRANT, OAuthError};
-use crate::model::{AccessRequest, ClaimKey, Grant, GrantWithSession, IssuedToken, claims_object};
+use crate::events::{OAuthApproved, OAuthRedirect};
+use crate::model::{
+    AccessRequest, ClaimKey, Claims, Grant, GrantWithSession, IssuedToken, claims_object,
+};
 use crate::pkce::{self, ChallengeMethod};
 use crate::ports::{
     AccessTokenClaims, ClaimSource, OAuthRepository, Redemption, StoreError, TokenSigner, Verdict,
@@ -45,6 +49,8 @@ impl OAuthSettings {
 #[derive(Debug, Clone)]
 pub struct OAuthPorts {
     pub consents: Arc<ConsentService>,
+    /// The names the hosted page shows.
+    pub directory: Arc<dyn ApplicationDirectory>,
     pub store: Arc<dyn OAuthRepository>,
     pub claims: Arc<dyn ClaimSource>,
     pub signer: Arc<dyn TokenSigner>,
@@ -69,42 +75,52 @@ pub struct CreateAccessRequest {
     pub description: Option<String>,
 }
 
+/// What the hosted authorization page shows.
+#[derive(Debug, Clone)]
+pub struct HostedPage {
+    pub view: RequestStatus,
+    pub names: Option<ApplicationNames>,
+}
+
 /// What the status endpoint shows.
 #[derive(Debug, Clone)]
 pub struct RequestStatus {
     pub session: Session,
     pub request: AccessRequest,
     pub grant: Option<Grant>,
+    /// The grant's claims, read from their stored form.
+    pub claims: Option<Claims>,
     /// The code, while it is unconsumed.
     pub code: Option<String>,
     pub now: Timestamp,
 }
 
+/// An approved request's grant as the status endpoint shows it.
+#[derive(Debug, Clone, Copy)]
+pub struct ApprovedRequest<'a> {
+    pub grant: &'a Grant,
+    pub claims: &'a Claims,
+    /// Until the code is exchanged.
+    pub code: Option<&'a str>,
+}
+
 impl RequestStatus {
-    /// `data` of the status response: upper-case status; recipient, scopes, claims, approvedAt
-    /// once approved; `code` until exchanged.
-    pub fn to_json(&self) -> Value {
-        let status = self.session.status_at(self.now);
-        let mut data = json!({
-            "sessionId": self.session.id,
-            "status": status.as_str().to_uppercase(),
-            "type": "OAUTH",
-            "redirectUri": self.request.redirect_uri,
-            "state": self.request.state,
-        });
-        if let (Some(grant), Value::Object(fields), SessionStatus::Approved) =
-            (&self.grant, &mut data, status)
-        {
-            fields.insert("recipient".into(), grant.subject.clone().into());
-            fields.insert("scopes".into(), json!(grant.scopes));
-            fields.insert("claims".into(), grant.claims.clone());
-            fields.insert("approvedAt".into(), grant.approved_at.to_rfc3339().into());
-            if let Some(code) = &self.code {
-                fields.insert("code".into(), code.clone().into());
-                fields.insert("codeExpiresAt".into(), grant.expires_at.to_rfc3339().into());
-            }
+    /// The session's status as of the read.
+    pub fn status(&self) -> SessionStatus {
+        self.session.status_at(self.now)
+    }
+
+    /// Who approved and what was shared (with the code until it is exchanged), once the
+    /// request reads approved.
+    pub fn approved(&self) -> Option<ApprovedRequest<'_>> {
+        match (&self.grant, &self.claims, self.status()) {
+            (Some(grant), Some(claims), SessionStatus::Approved) => Some(ApprovedRequest {
+                grant,
+                claims,
+                code: self.code.as_deref(),
+            }),
+            _ => None,
         }
-        data
     }
 }
 
@@ -115,8 +131,29 @@ pub struct TokenGrant {
     pub expires_in: u64,
     pub subject: String,
     pub scopes: Vec<String>,
-    pub claims: Value,
+    pub claims: Claims,
     pub state: Option<String>,
+}
+
+/// What `GET /v1/oauth/userinfo` shows of a live access token.
+#[derive(Debug, Clone)]
+pub struct UserInfo {
+    pub subject: String,
+    pub scopes: Vec<String>,
+    pub claims: Claims,
+}
+
+/// A live access token of the asking application (RFC 7662 `active: true`).
+#[derive(Debug, Clone)]
+pub struct ActiveToken {
+    pub token: IssuedToken,
+    /// `iss`: the service's base URL.
+    pub issuer: String,
+}
+
+/// Stored claims that no longer read as claims: a broken store, never the caller's fault.
+fn stored_claims(stored: &Value) -> Result<Claims, OAuthError> {
+    Claims::from_stored(stored).map_err(|error| OAuthError::Unavailable(Box::new(error)))
 }
 
 #[derive(Debug, Clone)]
@@ -277,10 +314,15 @@ impl OAuthService {
             }
             _ => None,
         };
+        let claims = grant
+            .as_ref()
+            .map(|grant| stored_claims(&grant.claims))
+            .transpose()?;
         Ok(RequestStatus {
             session,
             request,
             grant,
+            claims,
             code,
             now: self.now(),
         })
@@ -292,6 +334,19 @@ impl OAuthService {
     /// read once the session is approved, and `code` is set only while it is unconsumed and
     /// unexpired: the page never hands out a spent code, whose reuse would revoke the token
     /// issued from it.
+    /// The hosted page's view with the names of the merchant and application asking (`None`
+    /// when the application no longer exists).
+    pub async fn hosted_page(&self, session_id: &str) -> Result<HostedPage, OAuthError> {
+        let view = self.hosted_view(session_id).await?;
+        let names = self
+            .ports
+            .directory
+            .names(&view.session.application_id)
+            .await
+            .map_err(|error| OAuthError::Unavailable(Box::new(error)))?;
+        Ok(HostedPage { view, names })
+    }
+
     pub async fn hosted_view(&self, session_id: &str) -> Result<RequestStatus, OAuthError> {
         let not_found = || OAuthError::NotFound("OAuth request not found");
         let session = match self.ports.consents.load(session_id).await {
@@ -317,10 +372,15 @@ impl OAuthService {
             }
             _ => None,
         };
+        let claims = grant
+            .as_ref()
+            .map(|grant| stored_claims(&grant.claims))
+            .transpose()?;
         Ok(RequestStatus {
             session,
             request,
             grant,
+            claims,
             code,
             now,
         })
@@ -341,28 +401,23 @@ impl OAuthService {
         &self,
         session: Session,
         decision: Decision,
-        also: Vec<Outbox>,
+        also: Effects,
     ) -> Result<Session, OAuthError> {
         let request = self
             .request_of(&session)
             .await?
             .ok_or(OAuthError::NotFound("OAuth request not found"))?;
         if decision == Decision::Reject {
-            let extra = self.redirect_fields(&request);
             return Ok(self
                 .ports
                 .consents
-                .decide(session, decision, Some(extra), also)
+                .decide_adding(session, decision, &OAuthRedirect::of(&request), also)
                 .await?);
         }
         let now = self.now();
         if session.status_at(now) != SessionStatus::Pending {
             // Let the consent domain say why, without minting a code.
-            return Ok(self
-                .ports
-                .consents
-                .decide(session, decision, None, also)
-                .await?);
+            return Ok(self.ports.consents.decide(session, decision, also).await?);
         }
         let known = self.ports.claims.verified(&session.recipient).await?;
         let claims = claims_object(&request.claims, &known);
@@ -386,7 +441,8 @@ impl OAuthService {
             code_challenge_method: request.code_challenge_method,
             subject: session.recipient.as_str().to_owned(),
             scopes: request.scopes.clone(),
-            claims: claims.clone(),
+            claims: serde_json::to_value(&claims)
+                .map_err(|error| OAuthError::Unavailable(Box::new(error)))?,
             state: request.state.clone(),
             approved_at: now,
             expires_at: now.plus(self.settings.code_ttl),
@@ -402,24 +458,18 @@ impl OAuthService {
             }
             Err(other) => return Err(other.into()),
         }
-        let mut extra = self.redirect_fields(&request);
-        extra.insert("code".into(), code.into());
-        extra.insert("codeExpiresAt".into(), grant.expires_at.to_rfc3339().into());
-        extra.insert("claims".into(), claims);
-        extra.insert("scopes".into(), json!(request.scopes));
+        let approved = OAuthApproved {
+            redirect: OAuthRedirect::of(&request),
+            code: &code,
+            code_expires_at: grant.expires_at,
+            claims: &claims,
+            scopes: &request.scopes,
+        };
         Ok(self
             .ports
             .consents
-            .decide(session, decision, Some(extra), also)
+            .decide_adding(session, decision, &approved, also)
             .await?)
-    }
-
-    fn redirect_fields(&self, request: &AccessRequest) -> Map<String, Value> {
-        let mut fields = Map::new();
-        fields.insert("type".into(), "OAUTH".into());
-        fields.insert("redirectUri".into(), request.redirect_uri.clone().into());
-        fields.insert("state".into(), json!(request.state));
-        fields
     }
 
     /// `POST /v1/oauth/token`. Every failure is the same 400; any attempt by the owning
@@ -480,9 +530,9 @@ impl OAuthService {
         Ok(TokenGrant {
             access_token,
             expires_in: self.settings.token_ttl.as_secs(),
+            claims: stored_claims(&issued.claims)?,
             subject: issued.subject,
             scopes: issued.scopes,
-            claims: issued.claims,
             state: found.grant.state,
         })
     }
@@ -496,39 +546,31 @@ impl OAuthService {
     }
 
     /// `GET /v1/oauth/userinfo`: the approved claims of a live access token.
-    pub async fn userinfo(&self, token: &str) -> Result<Value, OAuthError> {
+    pub async fn userinfo(&self, token: &str) -> Result<UserInfo, OAuthError> {
         let issued = self
             .live_token(token)
             .await
             .ok_or(OAuthError::Unauthorized("Invalid or expired access token"))?;
-        Ok(json!({
-            "sub": issued.subject,
-            "scope": issued.scopes.join(" "),
-            "claims": issued.claims,
-        }))
+        Ok(UserInfo {
+            claims: stored_claims(&issued.claims)?,
+            subject: issued.subject,
+            scopes: issued.scopes,
+        })
     }
 
-    /// RFC 7662: `active` only for a live token of the asking application and environment.
-    pub async fn introspect(&self, requester: &Requester, token: &str) -> Value {
-        match self.live_token(token).await {
-            Some(issued)
-                if issued.application_id == requester.application_id
-                    && issued.environment == requester.environment =>
-            {
-                json!({
-                    "active": true,
-                    "scope": issued.scopes.join(" "),
-                    "client_id": issued.client_id,
-                    "sub": issued.subject,
-                    "token_type": "Bearer",
-                    "iat": issued.issued_at.as_secs(),
-                    "exp": issued.expires_at.as_secs(),
-                    "iss": self.settings.issuer,
-                    "jti": issued.token_id,
-                })
-            }
-            _ => json!({"active": false}),
-        }
+    /// RFC 7662: a live token of the asking application and environment; `None` (inactive)
+    /// for anything else.
+    pub async fn introspect(&self, requester: &Requester, token: &str) -> Option<ActiveToken> {
+        self.live_token(token)
+            .await
+            .filter(|issued| {
+                issued.application_id == requester.application_id
+                    && issued.environment == requester.environment
+            })
+            .map(|token| ActiveToken {
+                token,
+                issuer: self.settings.issuer.clone(),
+            })
     }
 
     /// RFC 7009: revokes a token of the asking application; unknown or foreign tokens are

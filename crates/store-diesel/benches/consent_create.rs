@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
+use idconsent_consent::events::{ConsentEventData, NothingAdded, SessionData};
 use idconsent_consent::ports::{FloodLimits, SessionRepository};
 use idconsent_consent::{
     ConsentService, ConsentSettings, CreateRequest, RecipientDirectory, Requester, StoreError,
@@ -63,6 +64,7 @@ fn consent_create(c: &mut Criterion) {
     let service = ConsentService::new(
         store.clone(),
         Arc::new(NobodyEnrolled),
+        Arc::new(idconsent_kernel::Unmetered),
         clock.clone(),
         ids.clone(),
         None,
@@ -109,14 +111,22 @@ fn consent_create(c: &mut Criterion) {
                     session.application_id.clone(),
                     session.environment,
                     now,
-                    session.to_json(now),
+                    ConsentEventData {
+                        session: SessionData::of(&session, now),
+                        added: &NothingAdded {},
+                    },
                     &[&session.callback_url],
                 );
                 (session, outbox, now)
             },
             |(session, outbox, now)| {
                 runtime
-                    .block_on(store.create(&session, &[outbox], &limits, now))
+                    .block_on(store.create(
+                        &session,
+                        &idconsent_webhook::Effects::events(vec![outbox]),
+                        &limits,
+                        now,
+                    ))
                     .unwrap()
             },
             BatchSize::SmallInput,

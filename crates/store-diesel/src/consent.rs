@@ -10,11 +10,12 @@ use idconsent_consent::{
 };
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{Currency, Environment, Intent, Money, PhoneNumber, Timestamp};
-use idconsent_webhook::Outbox;
+use idconsent_webhook::{Effects, Outbox};
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::schema::consent_sessions;
+use crate::usage::{quota_exceeded, write_effects};
 use crate::webhook::write_outbox;
 
 #[derive(Debug, Clone)]
@@ -141,12 +142,13 @@ impl SessionRepository for DieselSessionStore {
     async fn create(
         &self,
         session: &Session,
-        outbox: &[Outbox],
+        effects: &Effects,
         limits: &FloodLimits,
         now: Timestamp,
     ) -> Result<(), CreateError> {
         let row = SessionRow::from_session(session);
-        let outbox = outbox.to_vec();
+        let effects = effects.clone();
+        let charges = effects.charges.clone();
         let limits = *limits;
         let refused = self
             .db
@@ -182,12 +184,15 @@ impl SessionRepository for DieselSessionStore {
                     Ok::<_, DbError>(None)
                 })?;
                 if refused.is_none() {
-                    write_outbox(conn, &outbox)?;
+                    write_effects(conn, &effects)?;
                 }
                 Ok(refused)
             })
             .await
-            .map_err(|error| CreateError::Store(unavailable(error)))?;
+            .map_err(|error| match quota_exceeded(&error, &charges) {
+                Some(quota) => CreateError::Quota(quota),
+                None => CreateError::Store(unavailable(error)),
+            })?;
         match refused {
             Some(refused) => Err(CreateError::Refused(refused)),
             None => Ok(()),
@@ -215,10 +220,11 @@ impl SessionRepository for DieselSessionStore {
         id: &SessionId,
         status: SessionStatus,
         at: Timestamp,
-        outbox: &[Outbox],
+        effects: &Effects,
     ) -> Result<(), StoreError> {
         let id = id.as_str().to_owned();
-        let outbox = outbox.to_vec();
+        let effects = effects.clone();
+        let charges = effects.charges.clone();
         self.db
             .write(move |mut conn| {
                 let changed = crate::with_conn!(conn.reborrow(), |c| {
@@ -249,10 +255,13 @@ impl SessionRepository for DieselSessionStore {
                     Ok::<_, DbError>(changed)
                 })?;
                 debug_assert_eq!(changed, 1);
-                write_outbox(conn, &outbox)
+                write_effects(conn, &effects)
             })
             .await
-            .map_err(decide_error)
+            .map_err(|error| match quota_exceeded(&error, &charges) {
+                Some(quota) => StoreError::Quota(quota),
+                None => decide_error(error),
+            })
     }
 
     async fn due_for_expiry(&self, now: Timestamp, limit: u32) -> Result<Vec<Session>, StoreError> {

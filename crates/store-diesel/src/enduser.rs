@@ -4,8 +4,8 @@
 use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_enduser::ports::{
-    AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository, NextToken,
-    RefreshTokenRepository, Rotation, Spent, StoreError,
+    Admitted, AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository,
+    NextToken, RefreshTokenRepository, Rotation, Spent, StoreError,
 };
 use idconsent_enduser::{
     Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, EnrollmentStatus, Purpose,
@@ -15,11 +15,12 @@ use idconsent_kernel::id::{
     ApplicationId, ChallengeId, DeviceId, EndUserId, EnrollmentId, RefreshFamilyId, TypedId,
 };
 use idconsent_kernel::{Environment, PhoneNumber, Timestamp};
-use idconsent_webhook::Outbox;
+use idconsent_webhook::{Effects, Outbox};
 
-use crate::db::Db;
+use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::schema::{devices, end_users, enrollments, fido_challenges, refresh_tokens};
+use crate::usage::write_effects;
 use crate::webhook::write_outbox;
 
 #[derive(Debug, Clone)]
@@ -184,6 +185,7 @@ struct DeviceRow {
     created_at: i64,
     last_used_at: Option<i64>,
     sign_count: i64,
+    recovery_ends_at: Option<i64>,
 }
 
 impl DeviceRow {
@@ -204,6 +206,7 @@ impl DeviceRow {
             created_at: d.created_at.as_millis(),
             last_used_at: d.last_used_at.map(Timestamp::as_millis),
             sign_count: i64::from(d.counter),
+            recovery_ends_at: d.recovery_ends_at.map(Timestamp::as_millis),
         }
     }
 
@@ -223,6 +226,7 @@ impl DeviceRow {
             passkey: self.passkey,
             created_at: Timestamp::from_millis(self.created_at),
             last_used_at: self.last_used_at.map(Timestamp::from_millis),
+            recovery_ends_at: self.recovery_ends_at.map(Timestamp::from_millis),
         })
     }
 }
@@ -395,29 +399,42 @@ impl EnrollmentRepository for DieselEndUserStore {
         row.map(EnrollmentRow::into_enrollment).transpose()
     }
 
-    async fn created_since(
+    async fn insert_within(
         &self,
-        phone: &PhoneNumber,
-        since: Timestamp,
-    ) -> Result<Vec<Timestamp>, StoreError> {
-        let phone = phone.as_str().to_owned();
-        let created: Vec<i64> = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| enrollments::table
-                    .filter(enrollments::phone.eq(phone))
-                    .filter(enrollments::created_at.ge(since.as_millis()))
-                    .order(enrollments::created_at.asc())
-                    .limit(1000)
-                    .select(enrollments::created_at)
-                    .load(c))?)
+        enrollment: &Enrollment,
+        max: u32,
+        window: std::time::Duration,
+    ) -> Result<Admitted, StoreError> {
+        let row = EnrollmentRow::from_enrollment(enrollment);
+        let since = enrollment.created_at.minus(window).as_millis();
+        self.db
+            .write(move |mut conn| {
+                lock_phone(conn.reborrow(), &row.phone)?;
+                crate::with_conn!(conn, |c| {
+                    let recent: Vec<i64> = enrollments::table
+                        .filter(enrollments::phone.eq(&row.phone))
+                        .filter(enrollments::created_at.gt(since))
+                        .order(enrollments::created_at.asc())
+                        .limit(i64::from(max))
+                        .select(enrollments::created_at)
+                        .load(c)?;
+                    if recent.len() >= max as usize {
+                        let oldest = recent.first().copied().unwrap_or(row.created_at);
+                        return Ok(Admitted::Refused {
+                            retry_at: Timestamp::from_millis(oldest).plus(window),
+                        });
+                    }
+                    diesel::insert_into(enrollments::table)
+                        .values(&row)
+                        .execute(c)?;
+                    Ok(Admitted::Inserted)
+                })
             })
             .await
-            .map_err(unavailable)?;
-        Ok(created.into_iter().map(Timestamp::from_millis).collect())
+            .map_err(unavailable)
     }
 
-    async fn spend_otp_attempt(
+    async fn take_otp_attempt(
         &self,
         id: &EnrollmentId,
         at: Timestamp,
@@ -427,22 +444,20 @@ impl EnrollmentRepository for DieselEndUserStore {
             .db
             .write(move |conn| {
                 Ok(crate::with_conn!(conn, |c| {
-                    let pending = enrollments::status.eq(EnrollmentStatus::PendingOtp.as_str());
-                    diesel::update(enrollments::table.find(&id).filter(pending))
-                        .set((
-                            enrollments::otp_attempts_left.eq(enrollments::otp_attempts_left - 1),
-                            enrollments::updated_at.eq(at.as_millis()),
-                        ))
-                        .execute(c)?;
-                    // The last attempt spent fails the enrollment.
-                    diesel::update(
+                    let taken = diesel::update(
                         enrollments::table
                             .find(&id)
-                            .filter(pending)
-                            .filter(enrollments::otp_attempts_left.le(0)),
+                            .filter(enrollments::status.eq(EnrollmentStatus::PendingOtp.as_str()))
+                            .filter(enrollments::otp_attempts_left.gt(0)),
                     )
-                    .set(enrollments::status.eq(EnrollmentStatus::Failed.as_str()))
+                    .set((
+                        enrollments::otp_attempts_left.eq(enrollments::otp_attempts_left - 1),
+                        enrollments::updated_at.eq(at.as_millis()),
+                    ))
                     .execute(c)?;
+                    if taken == 0 {
+                        return Ok(None);
+                    }
                     enrollments::table
                         .find(&id)
                         .select(EnrollmentRow::as_select())
@@ -453,6 +468,27 @@ impl EnrollmentRepository for DieselEndUserStore {
             .await
             .map_err(unavailable)?;
         row.map(EnrollmentRow::into_enrollment).transpose()
+    }
+
+    async fn fail(&self, id: &EnrollmentId, at: Timestamp) -> Result<bool, StoreError> {
+        let id = id.as_str().to_owned();
+        let failed = self
+            .db
+            .write(move |conn| {
+                Ok(crate::with_conn!(conn, |c| diesel::update(
+                    enrollments::table
+                        .find(&id)
+                        .filter(enrollments::status.eq(EnrollmentStatus::PendingOtp.as_str()))
+                )
+                .set((
+                    enrollments::status.eq(EnrollmentStatus::Failed.as_str()),
+                    enrollments::updated_at.eq(at.as_millis()),
+                ))
+                .execute(c))?)
+            })
+            .await
+            .map_err(unavailable)?;
+        Ok(failed == 1)
     }
 
     async fn ensure_user(&self, candidate: &EndUser) -> Result<EndUser, StoreError> {
@@ -574,14 +610,25 @@ impl DeviceRepository for DieselEndUserStore {
         enrollment: &EnrollmentId,
         at: Timestamp,
         outbox: &[Outbox],
+        existing_devices: usize,
     ) -> Result<(), StoreError> {
         let row = DeviceRow::from_device(device);
         let enrollment = enrollment.as_str().to_owned();
         let outbox = outbox.to_vec();
+        let expected = i64::try_from(existing_devices).unwrap_or(i64::MAX);
         let written = self
             .db
             .write(move |mut conn| {
+                lock_user(conn.reborrow(), &row.user_id)?;
                 crate::with_conn!(conn.reborrow(), |c| {
+                    // The device's status was judged on this many devices of its user.
+                    let existing: i64 = devices::table
+                        .filter(devices::user_id.eq(&row.user_id))
+                        .count()
+                        .get_result(c)?;
+                    if existing != expected {
+                        return Err(DbError::Rollback(CHANGED));
+                    }
                     let moved = diesel::update(
                         enrollments::table
                             .find(&enrollment)
@@ -614,6 +661,7 @@ impl DeviceRepository for DieselEndUserStore {
             .await;
         match written {
             Ok(()) => Ok(()),
+            Err(error) if error.rollback_tag() == Some(CHANGED) => Err(StoreError::Changed),
             Err(error) if error.rollback_tag() == Some(NOT_REGISTRABLE) => {
                 Err(StoreError::NotFound)
             }
@@ -697,11 +745,11 @@ impl DeviceRepository for DieselEndUserStore {
         from: &[DeviceStatus],
         to: DeviceStatus,
         at: Timestamp,
-        outbox: &[Outbox],
+        effects: &Effects,
     ) -> Result<bool, StoreError> {
         let id = id.as_str().to_owned();
         let from: Vec<&'static str> = from.iter().map(|s| s.as_str()).collect();
-        let outbox = outbox.to_vec();
+        let effects = effects.clone();
         self.db
             .write(move |mut conn| {
                 let changed = crate::with_conn!(conn.reborrow(), |c| {
@@ -724,13 +772,82 @@ impl DeviceRepository for DieselEndUserStore {
                     Ok::<_, DbError>(changed == 1)
                 })?;
                 if changed {
-                    write_outbox(conn, &outbox)?;
+                    write_effects(conn, &effects)?;
                 }
                 Ok(changed)
             })
             .await
             .map_err(unavailable)
     }
+
+    async fn start_recovery(
+        &self,
+        id: &DeviceId,
+        ends_at: Timestamp,
+        outbox: &[Outbox],
+    ) -> Result<bool, StoreError> {
+        let id = id.as_str().to_owned();
+        let outbox = outbox.to_vec();
+        self.db
+            .write(move |mut conn| {
+                let started = crate::with_conn!(conn.reborrow(), |c| diesel::update(
+                    devices::table
+                        .find(&id)
+                        .filter(devices::status.eq(DeviceStatus::Pending.as_str()))
+                        .filter(devices::recovery_ends_at.is_null())
+                )
+                .set(devices::recovery_ends_at.eq(Some(ends_at.as_millis())))
+                .execute(c))?
+                    == 1;
+                if started {
+                    write_outbox(conn, &outbox)?;
+                }
+                Ok(started)
+            })
+            .await
+            .map_err(unavailable)
+    }
+
+    async fn due_recoveries(&self, now: Timestamp, limit: u32) -> Result<Vec<Device>, StoreError> {
+        let rows: Vec<DeviceRow> = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| devices::table
+                    .filter(devices::status.eq(DeviceStatus::Pending.as_str()))
+                    .filter(devices::recovery_ends_at.le(now.as_millis()))
+                    .order(devices::recovery_ends_at)
+                    .limit(i64::from(limit))
+                    .select(DeviceRow::as_select())
+                    .load(c))?)
+            })
+            .await
+            .map_err(unavailable)?;
+        rows.into_iter().map(DeviceRow::into_device).collect()
+    }
+}
+
+const CHANGED: &str = "the user's devices changed";
+
+/// On PostgreSQL, serialises the enrollments of one phone, so that their count is a limit;
+/// SQLite's single writer already does.
+fn lock_phone(conn: AnyConnection<'_>, phone: &str) -> Result<(), DbError> {
+    if let AnyConnection::Postgres(c) = conn {
+        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
+            .bind::<diesel::sql_types::Text, _>(format!("enrollments:{phone}"))
+            .execute(c)?;
+    }
+    Ok(())
+}
+
+/// On PostgreSQL, serialises the registrations of one user's devices, so that two cannot both
+/// be judged on the same devices; SQLite's single writer already does.
+fn lock_user(conn: AnyConnection<'_>, user_id: &str) -> Result<(), DbError> {
+    if let AnyConnection::Postgres(c) = conn {
+        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
+            .bind::<diesel::sql_types::Text, _>(format!("devices:{user_id}"))
+            .execute(c)?;
+    }
+    Ok(())
 }
 
 #[async_trait]

@@ -20,7 +20,10 @@ mod merchant;
 mod migrations;
 mod notification;
 mod oauth;
+mod oauth_keys;
 pub mod schema;
+mod throttle;
+mod usage;
 mod webhook;
 
 #[cfg(feature = "testing")]
@@ -34,4 +37,6 @@ pub use merchant::DieselMerchantStore;
 pub use migrations::migration_names;
 pub use notification::DieselMessageStore;
 pub use oauth::DieselOAuthStore;
+pub use oauth_keys::DieselSigningKeyStore;
+pub use throttle::DieselThrottle;
 pub use webhook::DieselDeliveryStore;

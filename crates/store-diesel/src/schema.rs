@@ -256,6 +256,7 @@ diesel::table! {
         created_at -> BigInt,
         last_used_at -> Nullable<BigInt>,
         sign_count -> BigInt,
+        recovery_ends_at -> Nullable<BigInt>,
     }
 }
 
@@ -343,3 +344,7 @@ diesel::table! {
 
 // The token exchange reads a grant with its session's state in one statement.
 diesel::allow_tables_to_appear_in_same_query!(oauth_grants, consent_sessions);
+
+pub use crate::oauth_keys::schema::oauth_signing_keys;
+pub use crate::throttle::schema::throttle_counters;
+pub use crate::usage::schema::usage_counters;

@@ -35,7 +35,10 @@ impl HttpWebhookTransport {
             .redirect(reqwest::redirect::Policy::none())
             .connect_timeout(Duration::from_secs(5))
             .pool_idle_timeout(Duration::from_secs(30))
-            .user_agent("idconsent-webhooks/1");
+            .user_agent("idconsent-webhooks/1")
+            // A proxy from the environment would connect for us, past the resolved-address
+            // check below: webhooks always go direct.
+            .no_proxy();
         if !allow_private {
             builder = builder.dns_resolver(Arc::new(PublicOnly));
         }

@@ -15,6 +15,8 @@ pub enum EventType {
     AuthSuccess,
     AuthFailed,
     DeviceRegistered,
+    DeviceActivated,
+    DeviceRecoveryStarted,
     DeviceDeregistered,
     EnrollmentCompleted,
     MandateSigned,
@@ -23,7 +25,7 @@ pub enum EventType {
 }
 
 impl EventType {
-    pub const ALL: [EventType; 12] = [
+    pub const ALL: [EventType; 14] = [
         EventType::ConsentCreated,
         EventType::ConsentApproved,
         EventType::ConsentRejected,
@@ -31,6 +33,8 @@ impl EventType {
         EventType::AuthSuccess,
         EventType::AuthFailed,
         EventType::DeviceRegistered,
+        EventType::DeviceActivated,
+        EventType::DeviceRecoveryStarted,
         EventType::DeviceDeregistered,
         EventType::EnrollmentCompleted,
         EventType::MandateSigned,
@@ -47,6 +51,8 @@ impl EventType {
             EventType::AuthSuccess => "auth.success",
             EventType::AuthFailed => "auth.failed",
             EventType::DeviceRegistered => "device.registered",
+            EventType::DeviceActivated => "device.activated",
+            EventType::DeviceRecoveryStarted => "device.recovery_started",
             EventType::DeviceDeregistered => "device.deregistered",
             EventType::EnrollmentCompleted => "enrollment.completed",
             EventType::MandateSigned => "mandate.signed",
@@ -117,14 +123,16 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// An event delivered to `urls` (usually one callback URL).
+    /// An event delivered to `urls` (usually one callback URL). `data` is the event's payload:
+    /// a `Serialize` struct of the domain that emits it (`consent.*` data lives in the consent
+    /// crate, `device.*` in the end-user crate, …), so its fields are named in one place.
     pub fn new(
         ids: &dyn IdGenerator,
         event_type: EventType,
         application_id: ApplicationId,
         environment: Environment,
         created_at: Timestamp,
-        data: Value,
+        data: impl Serialize,
         urls: &[&str],
     ) -> Self {
         let event = Event {
@@ -133,7 +141,10 @@ impl Outbox {
             application_id,
             environment,
             created_at,
-            data,
+            // A payload is a plain struct with string keys, which always converts; one that
+            // could not (a map with non-string keys) would go out as `null`, and the contract
+            // snapshot of its event would show it.
+            data: serde_json::to_value(data).unwrap_or(Value::Null),
         };
         let body = event.body();
         let destinations = urls

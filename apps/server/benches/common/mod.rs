@@ -29,13 +29,28 @@ pub fn wired() -> Wired {
     let config = Config::for_tests(PathBuf::from(dir.path()), url);
     let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
     db.migrate().unwrap();
-    let context = AppContext::build(config, db.clone()).unwrap();
+    let context = runtime
+        .block_on(AppContext::build(config, db.clone()))
+        .unwrap();
     Wired {
         runtime,
         context,
         db,
         dir,
     }
+}
+
+/// The clock the wiring uses (the system clock: benches set no other).
+pub fn clock() -> std::sync::Arc<dyn idconsent_kernel::Clock> {
+    std::sync::Arc::new(idconsent_kernel::SystemClock)
+}
+
+/// Fresh ids, as the wiring mints them.
+pub fn ids() -> std::sync::Arc<dyn idconsent_kernel::IdGenerator> {
+    std::sync::Arc::new(idconsent_kernel::UlidGenerator::new(
+        clock(),
+        std::sync::Arc::new(idconsent_kernel::OsRandom),
+    ))
 }
 
 /// Registers "Bench Shop" and creates one application calling `callback_url`.

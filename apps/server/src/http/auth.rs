@@ -8,9 +8,12 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
 use bytes::Bytes;
-use idconsent_merchant::access::{AccessError, IdempotencyDecision, SignedHeaders};
-use idconsent_merchant::ports::StoredResponse;
-use idconsent_merchant::{Actor, Caller};
+use idconsent_access::ports::StoredResponse;
+use idconsent_access::{
+    AccessError, Caller, GateRequest, Hold, IdempotencyDecision, Refusal, RefusalKind,
+    SignedHeaders,
+};
+use idconsent_merchant::Actor;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -56,14 +59,39 @@ pub const IDEMPOTENT_REPLAYED: HeaderName = HeaderName::from_static("idempotent-
 /// A request signed with an application's API key (CONTRACT §2.1), with its raw body.
 ///
 /// The only door for server-to-server calls: the key and timestamp are checked before the
-/// body is read, the signature over the exact bytes after. Handlers parse the body with
-/// [`Signed::json`].
+/// body is read, the signature over the exact bytes after, then every gate of the chain
+/// (rate limits, metering) admits or refuses the request before its handler runs. Handlers
+/// parse the body with [`Signed::json`].
 #[derive(Debug)]
 pub struct Signed<const LIMIT: usize = JSON_LIMIT> {
     pub caller: Caller,
     pub body: Bytes,
     is_json: bool,
     idempotency_key: Option<String>,
+    /// What the gates hold while the request runs (concurrency slots); released on drop,
+    /// also when the client goes away and the handler is dropped unfinished.
+    _holds: Vec<Box<dyn Hold>>,
+}
+
+/// Headers the gates add to a signed request's response, whatever its status; the request
+/// middleware copies them onto the response.
+#[derive(Debug, Clone, Default)]
+pub struct GateHeaders(pub Vec<(&'static str, String)>);
+
+impl From<Refusal> for ApiError {
+    fn from(refusal: Refusal) -> Self {
+        let retry_after = refusal.retry_after_secs.unwrap_or(1);
+        let error = match refusal.kind {
+            RefusalKind::RateLimited | RefusalKind::QuotaExceeded => {
+                ApiError::rate_limited(refusal.message, retry_after)
+            }
+            RefusalKind::Forbidden => ApiError::forbidden(refusal.message),
+            RefusalKind::Unavailable => ApiError::unavailable(refusal.message, retry_after),
+        };
+        error
+            .with_details(refusal.details)
+            .with_headers(&refusal.headers)
+    }
 }
 
 fn header_text(headers: &HeaderMap, name: &HeaderName) -> Option<String> {
@@ -93,9 +121,11 @@ impl<const LIMIT: usize> FromRequest for Signed<LIMIT> {
             .and_then(|v| v.parse::<usize>().ok());
         let payload = payload.take();
         let context = context(req);
+        let req = req.clone();
         Box::pin(async move {
             let context = context?;
-            let identified = context
+            let gate = &context.requests;
+            let identified = gate
                 .access
                 .identify(SignedHeaders {
                     api_key: api_key.as_deref(),
@@ -107,12 +137,25 @@ impl<const LIMIT: usize> FromRequest for Signed<LIMIT> {
                 return Err(ApiError::payload_too_large(LIMIT));
             }
             let body = read_body(payload, declared, LIMIT).await?;
-            let caller = context.access.verify(identified, &body).await?;
+            let caller = gate.access.verify(identified, &body).await?;
+            let admission = gate
+                .gates
+                .admit(&GateRequest {
+                    caller: &caller,
+                    method: req.method().as_str(),
+                    route: req.match_pattern().as_deref().unwrap_or_else(|| req.path()),
+                    at: gate.now(),
+                })
+                .await?;
+            if !admission.headers.is_empty() {
+                req.extensions_mut().insert(GateHeaders(admission.headers));
+            }
             Ok(Signed {
                 caller,
                 body,
                 is_json,
                 idempotency_key,
+                _holds: admission.holds,
             })
         })
     }
@@ -144,6 +187,7 @@ impl<const LIMIT: usize> Signed<LIMIT> {
             return create().await.map(JsonReply::into_response);
         };
         let decision = context
+            .requests
             .idempotency
             .begin(&self.caller, key, operation, &self.body)
             .await?;
@@ -171,7 +215,7 @@ impl<const LIMIT: usize> Signed<LIMIT> {
                     status: reply.status.as_u16(),
                     body: reply.body.clone(),
                 });
-                context.idempotency.finish(ticket, stored).await?;
+                context.requests.idempotency.finish(ticket, stored).await?;
                 outcome.map(JsonReply::into_response)
             }
         }

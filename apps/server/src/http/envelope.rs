@@ -1,7 +1,9 @@
-//! The success envelope: `{ "code", "error": false, "message", "data" }`.
+//! The success envelope: `{ "code", "error": false, "message", "data" }`, and the small bodies
+//! several routes share (`pagination`, an empty `data`).
 
 use actix_web::HttpResponse;
 use actix_web::http::StatusCode;
+use idconsent_kernel::page::Pagination;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -28,3 +30,29 @@ pub fn respond<T: Serialize>(
         data,
     })
 }
+
+/// The `pagination` object of list responses (CONTRACT §1).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PaginationBody {
+    /// The page shown, from 1.
+    page: u32,
+    /// Items per page, 1–100.
+    limit: u32,
+    /// Items in the whole list.
+    total: u64,
+}
+
+impl From<Pagination> for PaginationBody {
+    fn from(pagination: Pagination) -> Self {
+        Self {
+            page: pagination.page,
+            limit: pagination.limit,
+            total: pagination.total,
+        }
+    }
+}
+
+/// `data` of an operation with nothing to return: always `{}`.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Empty {}

@@ -22,7 +22,7 @@ pub struct ErrorBody {
     pub error: bool,
     /// `bad_request`, `unauthorized`, `forbidden`, `not_found`, `conflict`, `gone`,
     /// `method_not_allowed`, `payload_too_large`, `unsupported_media_type`,
-    /// `validation_error`, `rate_limited` or `server_error`.
+    /// `validation_error`, `rate_limited`, `server_error` or `service_unavailable`.
     #[serde(rename = "type")]
     pub kind: &'static str,
     pub message: String,
@@ -109,6 +109,25 @@ impl ApiError {
             .header(header::RETRY_AFTER, retry_after_secs.max(1).to_string())
     }
 
+    /// 429 for a monthly quota: `details` names it (`quota_exceeded`), `Retry-After` says
+    /// when the next period starts.
+    pub fn quota_exceeded(quota: idconsent_kernel::QuotaExceeded, retry_after_secs: u64) -> Self {
+        Self::rate_limited(quota.to_string(), retry_after_secs).with_details(vec![FieldError::new(
+            "quota_exceeded",
+            quota.metric.as_str(),
+        )])
+    }
+
+    /// 503: the service cannot answer now; `Retry-After` says when to try again.
+    pub fn unavailable(message: impl Into<String>, retry_after_secs: u64) -> Self {
+        Self::with_status(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "service_unavailable",
+            message,
+        )
+        .header(header::RETRY_AFTER, retry_after_secs.max(1).to_string())
+    }
+
     pub fn gone(message: impl Into<String>) -> Self {
         Self::with_status(StatusCode::GONE, "gone", message)
     }
@@ -168,6 +187,18 @@ impl ApiError {
     pub fn header(mut self, name: HeaderName, value: impl AsRef<str>) -> Self {
         if let Ok(value) = HeaderValue::from_str(value.as_ref()) {
             self.headers.push((name, value));
+        }
+        self
+    }
+
+    /// Response headers of the error (e.g. a gate's `RateLimit-*`).
+    pub fn with_headers(mut self, headers: &[(&'static str, String)]) -> Self {
+        for (name, value) in headers {
+            if let (Ok(name), Ok(value)) =
+                (HeaderName::try_from(*name), HeaderValue::from_str(value))
+            {
+                self.headers.push((name, value));
+            }
         }
         self
     }

@@ -93,18 +93,67 @@ pub async fn read_body(
     Ok(body.freeze())
 }
 
-/// Parses JSON, naming the offending field on failure.
+/// The deepest nesting of arrays and objects a body may have (CONTRACT §1).
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// Whether `bytes` nest arrays and objects deeper than `max`, wherever that happens — also in
+/// a field the endpoint ignores, which serde would skip over. One pass over the bytes, strings
+/// (and their escapes) skipped.
+fn nests_deeper_than(bytes: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &byte in bytes {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Parses JSON, naming the offending field on failure: malformed JSON, nesting deeper than 128,
+/// a missing field, `null` or a wrong JSON type → 400; a well-formed value out of range (a
+/// negative size, an integer too large) → 422.
 pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     if bytes.iter().all(u8::is_ascii_whitespace) {
         return Err(ApiError::bad_request(
             "The request body must be a JSON object",
         ));
     }
+    if nests_deeper_than(bytes, MAX_JSON_DEPTH) {
+        return Err(ApiError::bad_request(format!(
+            "Malformed JSON: nested deeper than {MAX_JSON_DEPTH} levels"
+        )));
+    }
     let mut deserializer = serde_json::Deserializer::from_slice(bytes);
     let value = serde_path_to_error::deserialize(&mut deserializer).map_err(|error| {
         let field = error.path().to_string();
         let inner = error.into_inner();
         match inner.classify() {
+            // serde says "invalid value" when the JSON type was right but the value is not one
+            // the field takes (`-1` for a size); a wrong type is "invalid type".
+            serde_json::error::Category::Data
+                if field != "." && inner.to_string().starts_with("invalid value") =>
+            {
+                let mut errors = idconsent_kernel::ValidationErrors::new();
+                errors.push(field, inner.to_string());
+                ApiError::validation(errors)
+            }
             serde_json::error::Category::Data if field != "." => {
                 ApiError::bad_request(format!("Invalid request body: {field}: {inner}"))
                     .with_details(vec![idconsent_kernel::FieldError::new(
@@ -185,6 +234,65 @@ mod tests {
     }
 
     #[test]
+    fn nesting_deeper_than_128_is_malformed_wherever_it_is() {
+        let deep = |levels: usize| {
+            format!(
+                r#"{{"clientId":"x","transaction":{{"amount":1}},"ignored":{}{}}}"#,
+                "[".repeat(levels),
+                "]".repeat(levels)
+            )
+        };
+        // 1 (the body) + 127 = 128 levels: fine; one more is not, though serde ignores the field.
+        assert!(parse_json::<Create>(deep(127).as_bytes()).is_ok());
+        let error = parse_json::<Create>(deep(128).as_bytes()).unwrap_err();
+        assert_eq!(error.body().code, 400);
+        assert!(
+            error.body().message.contains("nested deeper"),
+            "{}",
+            error.body().message
+        );
+        // Brackets inside strings are text.
+        let text = format!(
+            r#"{{"clientId":"{}","transaction":{{"amount":1}}}}"#,
+            "[".repeat(500)
+        );
+        assert!(parse_json::<Create>(text.as_bytes()).is_ok());
+        let escaped = format!(
+            r#"{{"clientId":"\"{}","transaction":{{"amount":1}}}}"#,
+            "{".repeat(300)
+        );
+        assert!(parse_json::<Create>(escaped.as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn an_out_of_range_value_is_invalid_not_malformed() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct Upload {
+            size: u64,
+        }
+        let error = parse_json::<Upload>(br#"{"size": -1}"#).unwrap_err();
+        let body = error.body();
+        assert_eq!((body.code, body.kind), (422, "validation_error"));
+        assert_eq!(body.details[0].field, "size");
+        // A wrong JSON type and null stay 400.
+        assert_eq!(
+            parse_json::<Upload>(br#"{"size": "1"}"#)
+                .unwrap_err()
+                .body()
+                .code,
+            400
+        );
+        assert_eq!(
+            parse_json::<Upload>(br#"{"size": null}"#)
+                .unwrap_err()
+                .body()
+                .code,
+            400
+        );
+    }
+
+    #[test]
     fn names_the_field_with_the_wrong_type() {
         let error = parse_json::<Create>(br#"{"clientId":"x","transaction":{"amount":"ten"}}"#)
             .unwrap_err();
@@ -214,7 +322,7 @@ mod tests {
         let error = parse_json::<serde_json::Value>(deep.as_bytes()).unwrap_err();
         assert_eq!(error.body().code, 400);
         assert!(
-            error.body().message.contains("recursion limit"),
+            error.body().message.contains("nested deeper than 128"),
             "{}",
             error.body().message
         );

@@ -7,11 +7,12 @@ use actix_web::body::{BoxBody, MessageBody};
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
-use actix_web::{ResponseError, web};
+use actix_web::{HttpMessage, ResponseError, web};
 use idconsent_kernel::id::Entropy;
 use tracing::Instrument;
 
 use crate::context::AppContext;
+use crate::http::auth::GateHeaders;
 use crate::http::error::ApiError;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
@@ -29,7 +30,7 @@ pub async fn request_context(
         .filter(|id| is_acceptable_request_id(id))
         .map(str::to_owned)
         .unwrap_or_else(|| match &context {
-            Some(context) => format!("req_{}", context.ids.body(Entropy::Sortable)),
+            Some(context) => format!("req_{}", context.request_ids.body(Entropy::Sortable)),
             None => "req_unknown".to_owned(),
         });
     let method = req.method().clone();
@@ -47,6 +48,7 @@ pub async fn request_context(
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         response.headers_mut().insert(REQUEST_ID, value);
     }
+    add_gate_headers(&mut response);
 
     let status = response.status().as_u16();
     let route = response
@@ -68,6 +70,22 @@ pub async fn request_context(
         "request finished"
     );
     Ok(response)
+}
+
+/// The gate chain's headers (`RateLimit-*`) go on every response of an admitted signed request,
+/// whatever the handler answered; a header the handler set itself wins.
+fn add_gate_headers(response: &mut ServiceResponse<BoxBody>) {
+    let Some(GateHeaders(headers)) = response.request().extensions_mut().remove::<GateHeaders>()
+    else {
+        return;
+    };
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (HeaderName::try_from(name), HeaderValue::from_str(&value))
+            && !response.headers().contains_key(&name)
+        {
+            response.headers_mut().insert(name, value);
+        }
+    }
 }
 
 /// Client ids are echoed only when they are short and made of safe characters.

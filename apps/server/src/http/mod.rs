@@ -15,6 +15,7 @@ mod notifications;
 mod oauth;
 pub mod openapi;
 mod reference;
+pub mod send_limits;
 mod system;
 mod webhooks;
 

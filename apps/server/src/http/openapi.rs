@@ -157,3 +157,82 @@ impl ApiDocs {
         methods
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    /// Every `ToSchema` type under `src/http`: its component name and where it is declared.
+    fn schema_types(dir: &Path, found: &mut Vec<(String, String)>) {
+        let mut entries: Vec<_> = std::fs::read_dir(dir).unwrap().flatten().collect();
+        entries.sort_by_key(|entry| entry.path());
+        for entry in entries {
+            let path = entry.path();
+            if path.is_dir() {
+                schema_types(&path, found);
+                continue;
+            }
+            if path.extension().is_none_or(|ext| ext != "rs") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path).unwrap();
+            let mut deriving = false;
+            let mut renamed: Option<String> = None;
+            for line in text.lines().map(str::trim) {
+                if line.starts_with("#[derive(") && line.contains("ToSchema") {
+                    deriving = true;
+                } else if deriving && line.starts_with("#[schema(as = ") {
+                    renamed = line
+                        .trim_start_matches("#[schema(as = ")
+                        .split([')', ','])
+                        .next()
+                        .map(str::to_owned);
+                } else if let Some(name) = line.strip_prefix("impl ToSchema for ") {
+                    found.push((
+                        name.trim_end_matches(" {").to_owned(),
+                        path.display().to_string(),
+                    ));
+                } else if deriving
+                    && let Some(rest) = line
+                        .strip_prefix("pub ")
+                        .unwrap_or(line)
+                        .strip_prefix("struct ")
+                        .or_else(|| {
+                            line.strip_prefix("pub enum ")
+                                .or(line.strip_prefix("enum "))
+                        })
+                {
+                    let name: String = rest
+                        .chars()
+                        .take_while(|c| c.is_alphanumeric() || *c == '_')
+                        .collect();
+                    found.push((renamed.take().unwrap_or(name), path.display().to_string()));
+                    deriving = false;
+                }
+            }
+        }
+    }
+
+    /// utoipa names a component after its Rust type, and a second type of the same name
+    /// silently replaces the first in `/openapi.json` (a request body documented as a response
+    /// body, or the reverse). Every documented type under `src/http` has a name of its own.
+    #[test]
+    fn every_schema_has_a_name_of_its_own() {
+        let mut found = Vec::new();
+        schema_types(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join("src/http"),
+            &mut found,
+        );
+        assert!(found.len() > 50, "the scan found only {found:?}");
+        let mut places: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for (name, file) in &found {
+            places.entry(name).or_default().push(file);
+        }
+        let clashes: Vec<_> = places.iter().filter(|(_, files)| files.len() > 1).collect();
+        assert!(
+            clashes.is_empty(),
+            "schema names declared more than once (rename one, or `#[schema(as = …)]`): {clashes:#?}"
+        );
+    }
+}

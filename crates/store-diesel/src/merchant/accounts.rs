@@ -512,6 +512,8 @@ fn approve_locked(
             .set((
                 merchants::status.eq(MerchantStatus::Live.as_str()),
                 merchants::decided_at.eq(Some(at.as_millis())),
+                // A reason from an earlier rejection no longer applies.
+                merchants::rejection_reason.eq(None::<String>),
                 merchants::updated_at.eq(at.as_millis()),
             ))
             .execute(c)?;

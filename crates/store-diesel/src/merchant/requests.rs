@@ -2,10 +2,9 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
+use idconsent_access::ports::{IdempotencyState, IdempotencyStore, ReplayGuard, StoredResponse};
 use idconsent_kernel::Timestamp;
-use idconsent_merchant::ports::{
-    IdempotencyState, IdempotencyStore, ReplayGuard, RepositoryError, StoredResponse,
-};
+use idconsent_merchant::ports::RepositoryError;
 
 use super::{DieselMerchantStore, corrupt, found_one, repository_error};
 use crate::schema::{idempotency_keys, request_fingerprints};

@@ -50,6 +50,9 @@ macro_rules! select_every_table {
             oauth_requests,
             oauth_grants,
             oauth_tokens,
+            usage_counters,
+            oauth_signing_keys,
+            throttle_counters,
         )
     };
 }
@@ -210,8 +213,8 @@ async fn postgres_grants_stored_before_code_ids_are_found_by_their_hash() {
 /// Migration 000009 rewrites remembered signatures to "<signed at>:<signature>": a request
 /// accepted before the upgrade is still a replay after it.
 async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase) {
+    use idconsent_access::ports::ReplayGuard;
     use idconsent_kernel::Timestamp;
-    use idconsent_merchant::ports::ReplayGuard;
     use idconsent_store_diesel::DieselMerchantStore;
 
     revert_through(&database, "time_ordered_fingerprints");

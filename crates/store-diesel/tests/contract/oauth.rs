@@ -38,3 +38,39 @@ mod postgres {
 
     idconsent_oauth::oauth_repository_contract!(store);
 }
+
+/// The OAuth signing keys every process shares.
+mod signing_keys {
+    use std::sync::Arc;
+
+    use idconsent_oauth::SigningKeyStore;
+    use idconsent_store_diesel::DieselSigningKeyStore;
+    use idconsent_store_diesel::testing::TestDatabase;
+
+    fn store_on(database: TestDatabase) -> (Arc<dyn SigningKeyStore>, TestDatabase) {
+        (
+            Arc::new(DieselSigningKeyStore::new(database.db.clone())),
+            database,
+        )
+    }
+
+    mod sqlite {
+        use super::*;
+
+        async fn store() -> Option<(Arc<dyn SigningKeyStore>, TestDatabase)> {
+            Some(store_on(TestDatabase::sqlite()))
+        }
+
+        idconsent_oauth::signing_key_store_contract!(store);
+    }
+
+    mod postgres {
+        use super::*;
+
+        async fn store() -> Option<(Arc<dyn SigningKeyStore>, TestDatabase)> {
+            TestDatabase::postgres().map(store_on)
+        }
+
+        idconsent_oauth::signing_key_store_contract!(store);
+    }
+}

@@ -1,12 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::PageRequest;
-use idconsent_kernel::page::Pagination;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::context::AppContext;
-use crate::http::envelope::{Envelope, respond};
+use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, Operator};
 use crate::http::merchants::views::MerchantBody;
@@ -22,8 +21,7 @@ pub struct MerchantQuery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct MerchantList {
     merchants: Vec<MerchantBody>,
-    #[schema(value_type = Object)]
-    pagination: Pagination,
+    pagination: PaginationBody,
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -63,7 +61,7 @@ pub async fn list(
         StatusCode::OK,
         "ok",
         MerchantList {
-            pagination: merchants.pagination(),
+            pagination: merchants.pagination().into(),
             merchants: merchants.items.iter().map(Into::into).collect(),
         },
     ))

@@ -1,6 +1,7 @@
 //! The platform operator's endpoints (CONTRACT §2.3): `Authorization: Bearer <IDC_ADMIN_TOKEN>`.
 
 mod merchants;
+mod oauth_keys;
 
 use utoipa_actix_web::service_config::ServiceConfig;
 
@@ -9,5 +10,7 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(merchants::list)
         .service(merchants::get)
         .service(merchants::approve)
-        .service(merchants::reject);
+        .service(merchants::reject)
+        .service(oauth_keys::list)
+        .service(oauth_keys::rotate);
 }

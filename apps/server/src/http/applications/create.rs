@@ -10,12 +10,36 @@ use crate::http::auth::MerchantSession;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 
+/// A new application: `name` and `callbackUrl` are required (missing or `null` → 400).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NewApplicationRequest {
+    pub name: String,
+    /// Default signed-webhook destination.
+    pub callback_url: String,
+    /// Browser return URLs: https, or http on localhost.
+    pub redirect_uris: Option<Vec<String>>,
+    /// Any of `LOGIN`, `TRANSACTION`, `SIGNATURE`, `OAUTH`; all four by default.
+    pub request_types: Option<Vec<String>>,
+}
+
+impl From<NewApplicationRequest> for ApplicationInput {
+    fn from(request: NewApplicationRequest) -> Self {
+        Self {
+            name: Some(request.name),
+            callback_url: Some(request.callback_url),
+            redirect_uris: request.redirect_uris,
+            request_types: request.request_types,
+        }
+    }
+}
+
+/// Changes to an application: only the fields sent change.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ApplicationRequest {
-    /// Required on creation.
     pub name: Option<String>,
-    /// Default signed-webhook destination; required on creation.
+    /// Default signed-webhook destination.
     pub callback_url: Option<String>,
     /// Browser return URLs: https, or http on localhost.
     pub redirect_uris: Option<Vec<String>>,
@@ -39,9 +63,10 @@ impl From<ApplicationRequest> for ApplicationInput {
 #[utoipa::path(
     tag = "applications",
     security(("merchantJwt" = [])),
-    request_body = ApplicationRequest,
+    request_body = NewApplicationRequest,
     responses(
         (status = 201, description = "Created", body = ApplicationEnvelope),
+        (status = 400, description = "Malformed body or a missing field", body = ErrorBody),
         (status = 403, description = "Viewers cannot create applications", body = ErrorBody),
         (status = 422, description = "Invalid values", body = ErrorBody)
     )
@@ -50,7 +75,7 @@ impl From<ApplicationRequest> for ApplicationInput {
 pub async fn create(
     context: web::Data<AppContext>,
     MerchantSession(actor): MerchantSession,
-    ApiJson(body): ApiJson<ApplicationRequest>,
+    ApiJson(body): ApiJson<NewApplicationRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let created = context
         .merchants

@@ -1,14 +1,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::PageRequest;
-use idconsent_kernel::page::Pagination;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
 use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
-use crate::http::envelope::{Envelope, respond};
+use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -28,8 +27,7 @@ impl PageQuery {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApplicationList {
     applications: Vec<ApplicationBody>,
-    #[schema(value_type = Object)]
-    pagination: Pagination,
+    pagination: PaginationBody,
 }
 
 /// The merchant's applications, oldest first (secrets never shown).
@@ -62,7 +60,7 @@ pub async fn list(
                 .iter()
                 .map(|view| ApplicationBody::new(view, None, None))
                 .collect(),
-            pagination,
+            pagination: pagination.into(),
         },
     ))
 }

@@ -5,8 +5,8 @@ mod qr;
 mod read;
 mod sandbox;
 
+use idconsent_access::Caller;
 use idconsent_consent::{ConsentError, Requester};
-use idconsent_merchant::Caller;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::http::error::ApiError;
@@ -39,6 +39,10 @@ impl From<ConsentError> for ApiError {
                 message,
                 retry_after_secs,
             } => ApiError::rate_limited(message, retry_after_secs),
+            ConsentError::QuotaExceeded {
+                quota,
+                retry_after_secs,
+            } => ApiError::quota_exceeded(quota, retry_after_secs),
             ConsentError::Unavailable(source) => ApiError::internal(source),
             other => ApiError::new(other.category(), other.to_string()),
         }

@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_consent::Decision;
-use idconsent_kernel::Intent;
 
+use super::read::ConsentSession;
 use super::requester;
 use crate::context::AppContext;
 use crate::http::auth::Signed;
-use crate::http::envelope::respond;
+use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
 async fn decide(
@@ -16,18 +16,9 @@ async fn decide(
     decision: Decision,
 ) -> Result<HttpResponse, ApiError> {
     let session = context
-        .consents
-        .sandbox_session(&requester(&signed.caller), session_id)
+        .consent_approvals
+        .decide_in_sandbox(&requester(&signed.caller), session_id, decision)
         .await?;
-    // OAuth sessions mint their code and claims on approval.
-    let session = if session.intent == Intent::Oauth {
-        context.oauth.decide(session, decision, Vec::new()).await?
-    } else {
-        context
-            .consents
-            .decide(session, decision, None, Vec::new())
-            .await?
-    };
     let message = match decision {
         Decision::Approve => "Approved as the user would",
         Decision::Reject => "Rejected as the user would",
@@ -35,7 +26,7 @@ async fn decide(
     Ok(respond(
         StatusCode::OK,
         message,
-        session.to_json(context.consents.now()),
+        ConsentSession::of(&session, context.consents.now()),
     ))
 }
 
@@ -46,7 +37,7 @@ async fn decide(
     security(("signedRequest" = [])),
     params(("sessionId" = String, Path, description = "`cs_…`")),
     responses(
-        (status = 200, description = "Approved", body = Object),
+        (status = 200, description = "Approved", body = Envelope<ConsentSession>),
         (status = 403, description = "A live key", body = ErrorBody),
         (status = 404, description = "No such session for this application", body = ErrorBody),
         (status = 409, description = "No longer pending", body = ErrorBody)
@@ -67,7 +58,7 @@ pub async fn approve(
     security(("signedRequest" = [])),
     params(("sessionId" = String, Path, description = "`cs_…`")),
     responses(
-        (status = 200, description = "Rejected", body = Object),
+        (status = 200, description = "Rejected", body = Envelope<ConsentSession>),
         (status = 403, description = "A live key", body = ErrorBody),
         (status = 404, description = "No such session for this application", body = ErrorBody),
         (status = 409, description = "No longer pending", body = ErrorBody)

@@ -1,34 +1,76 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, get, post, web};
-use serde_json::{Value, json};
+use idconsent_enduser::Device;
+use idconsent_kernel::Timestamp;
+use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::AppUser;
 use crate::context::AppContext;
-use crate::http::envelope::respond;
+use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
+
+/// One of the user's devices: one passkey on one installation of the app.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceBody {
+    /// `dev_…`
+    id: String,
+    name: String,
+    /// e.g. `ios`, `android`.
+    platform: String,
+    /// `pending` (added to an enrolled phone: waits for an approval from another device, or for
+    /// the end of a recovery), `active`, `blocked` or `deregistered`.
+    status: &'static str,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: Timestamp,
+    /// The last verified assertion; `null` before the first.
+    #[schema(value_type = Option<String>, format = DateTime, required = true)]
+    last_used_at: Option<Timestamp>,
+    /// A pending device under recovery becomes active then, unless rejected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schema(value_type = Option<String>, format = DateTime)]
+    recovery_ends_at: Option<Timestamp>,
+}
+
+impl From<&Device> for DeviceBody {
+    fn from(device: &Device) -> Self {
+        Self {
+            id: device.id.to_string(),
+            name: device.name.clone(),
+            platform: device.platform.clone(),
+            status: device.status.as_str(),
+            created_at: device.created_at,
+            last_used_at: device.last_used_at,
+            recovery_ends_at: device.recovery_ends_at,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeviceList {
+    /// Every status, oldest first.
+    devices: Vec<DeviceBody>,
+}
 
 /// The signed-in user's devices (any status).
 #[utoipa::path(
     tag = "devices",
     security(("appToken" = [])),
     responses(
-        (status = 200, description = "Devices", body = Object),
+        (status = 200, description = "Devices", body = Envelope<DeviceList>),
         (status = 401, description = "No valid access token for this X-Device-ID", body = ErrorBody)
     )
 )]
 #[get("/v1/devices")]
 pub async fn list(context: web::Data<AppContext>, user: AppUser) -> Result<HttpResponse, ApiError> {
-    let devices: Vec<Value> = context
-        .endusers
-        .devices(&user.0.user)
-        .await?
-        .iter()
-        .map(|device| device.to_json())
-        .collect();
+    let devices = context.endusers.devices(&user.0.user).await?;
     Ok(respond(
         StatusCode::OK,
         "Devices",
-        json!({"devices": devices}),
+        DeviceList {
+            devices: devices.iter().map(Into::into).collect(),
+        },
     ))
 }
 
@@ -38,7 +80,7 @@ pub async fn list(context: web::Data<AppContext>, user: AppUser) -> Result<HttpR
     security(("appToken" = [])),
     params(("id" = String, Path, description = "`dev_…`")),
     responses(
-        (status = 200, description = "The device", body = Object),
+        (status = 200, description = "The device", body = Envelope<DeviceBody>),
         (status = 404, description = "Not one of yours", body = ErrorBody)
     )
 )]
@@ -49,7 +91,7 @@ pub async fn get(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let device = context.endusers.device(&user.0.user, &id).await?;
-    Ok(respond(StatusCode::OK, "Device", device.to_json()))
+    Ok(respond(StatusCode::OK, "Device", DeviceBody::from(&device)))
 }
 
 /// Deregisters a device: its passkey stops working, its tokens are revoked (event
@@ -59,7 +101,7 @@ pub async fn get(
     security(("appToken" = [])),
     params(("id" = String, Path, description = "`dev_…`")),
     responses(
-        (status = 200, description = "Deregistered", body = Object),
+        (status = 200, description = "Deregistered", body = Envelope<DeviceBody>),
         (status = 404, description = "Not one of yours", body = ErrorBody),
         (status = 409, description = "Already deregistered", body = ErrorBody)
     )
@@ -77,7 +119,7 @@ pub async fn delete(
     Ok(respond(
         StatusCode::OK,
         "Device deregistered",
-        device.to_json(),
+        DeviceBody::from(&device),
     ))
 }
 
@@ -88,7 +130,7 @@ pub async fn delete(
     security(("appToken" = [])),
     params(("id" = String, Path, description = "`dev_…`")),
     responses(
-        (status = 200, description = "Blocked", body = Object),
+        (status = 200, description = "Blocked", body = Envelope<DeviceBody>),
         (status = 404, description = "Not one of yours", body = ErrorBody),
         (status = 409, description = "Not active", body = ErrorBody)
     )
@@ -100,5 +142,9 @@ pub async fn block(
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let device = context.endusers.block_device(&user.0.user, &id).await?;
-    Ok(respond(StatusCode::OK, "Device blocked", device.to_json()))
+    Ok(respond(
+        StatusCode::OK,
+        "Device blocked",
+        DeviceBody::from(&device),
+    ))
 }

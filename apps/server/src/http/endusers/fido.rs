@@ -1,13 +1,16 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_enduser::Purpose;
 use idconsent_kernel::ValidationErrors;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::installation;
+use idconsent_enduser::DeviceStatus;
+
 use crate::context::AppContext;
-use crate::http::envelope::respond;
+use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 
@@ -21,7 +24,7 @@ pub struct RegisterBeginBody {
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct CredentialBody {
+pub struct RegisterCompleteBody {
     challenge_id: String,
     /// The WebAuthn credential (`PublicKeyCredential` JSON, base64url binary fields).
     #[schema(value_type = Object)]
@@ -47,10 +50,91 @@ pub struct AuthenticateBeginBody {
 #[serde(rename_all = "camelCase")]
 pub struct AuthenticateCompleteBody {
     challenge_id: String,
+    /// The WebAuthn assertion (`PublicKeyCredential` JSON, base64url binary fields).
     #[schema(value_type = Object)]
     credential: Value,
     /// `approve` (default) or `reject`, for consent, mandate and signature purposes.
     decision: Option<String>,
+}
+
+/// Options for a new passkey.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegistrationOptions {
+    /// `chl_…`, for `register/complete`.
+    challenge_id: String,
+    /// W3C WebAuthn `PublicKeyCredentialCreationOptionsJSON` (binary fields base64url). Open on
+    /// purpose: made by the WebAuthn library and handed unchanged to the authenticator.
+    #[schema(value_type = Object)]
+    public_key: Value,
+}
+
+/// A registered passkey and its device.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisteredPasskey {
+    /// base64url.
+    credential_id: String,
+    /// `dev_…`
+    device_id: String,
+    /// `active` for the phone's first device; `pending` when the phone already has devices:
+    /// one of them must approve it (purpose `device_add`), or a recovery must run its course
+    /// (`POST /v1/enrollments/:id/recovery`).
+    status: &'static str,
+}
+
+/// A started assertion: what to show, what to sign.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AssertionOptions {
+    /// `chl_…`, for `authenticate/complete` (or `/v6/auth/login`, `/v1/enrollments/{id}/verify`).
+    challenge_id: String,
+    /// W3C WebAuthn `PublicKeyCredentialRequestOptionsJSON` (binary fields base64url). Open on
+    /// purpose: made by the WebAuthn library and handed unchanged to the authenticator.
+    #[schema(value_type = Object)]
+    public_key: Value,
+    /// What the app must show before the user approves. Open on purpose: its fields depend on
+    /// the purpose (consent: `{type, sessionId, merchant, application, environment, intent,
+    /// transaction, expiresAt}` and, for OAuth, `claims`, `scopes`, `description`; enrollment:
+    /// `{type, enrollmentId, phone}`; login: `{type, phone}`; every approvable domain adds
+    /// its own), and the app hashes it exactly as sent.
+    #[schema(value_type = Object)]
+    context: Value,
+    /// Hex SHA-256 of the context's canonical JSON (keys sorted at every level, no whitespace).
+    context_hash: String,
+    /// Hex, 32 bytes: `publicKey.challenge = SHA-256("idconsent-challenge-v1" ‖ nonce ‖ contextHash)`.
+    nonce: String,
+}
+
+/// What a challenge was for.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PurposeView {
+    /// `login`, `enrollment`, `consent`, `mandate` or `signature`.
+    #[serde(rename = "type")]
+    kind: &'static str,
+    /// The enrollment, session, mandate or signature request; `null` for `login`.
+    #[schema(required = true)]
+    id: Option<String>,
+}
+
+impl From<&Purpose> for PurposeView {
+    fn from(purpose: &Purpose) -> Self {
+        Self {
+            kind: purpose.kind.as_str(),
+            id: purpose.id.clone(),
+        }
+    }
+}
+
+/// A verified assertion and what it did.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AssertionResult {
+    /// Always `true` (a refused assertion is a 401).
+    verified: bool,
+    purpose: PurposeView,
+    /// The object's status afterwards: `approved`, `rejected`, `completed` (enrollment) or
+    /// `authenticated` (login).
+    status: String,
 }
 
 /// The `publicKey` member of WebAuthn options, as the app passes it to the authenticator.
@@ -67,7 +151,7 @@ fn public_key(options: Value) -> Value {
     tag = "fido",
     request_body = RegisterBeginBody,
     responses(
-        (status = 200, description = "Creation options", body = Object),
+        (status = 200, description = "Creation options", body = Envelope<RegistrationOptions>),
         (status = 400, description = "Invalid or expired code", body = ErrorBody),
         (status = 404, description = "Unknown enrollment", body = ErrorBody),
         (status = 409, description = "The enrollment already has a passkey", body = ErrorBody)
@@ -85,16 +169,19 @@ pub async fn register_begin(
     Ok(respond(
         StatusCode::OK,
         "Create a passkey with these options",
-        json!({"challengeId": challenge_id, "publicKey": public_key(options)}),
+        RegistrationOptions {
+            challenge_id: challenge_id.to_string(),
+            public_key: public_key(options),
+        },
     ))
 }
 
 /// Verifies the new passkey and registers the device (event `device.registered`).
 #[utoipa::path(
     tag = "fido",
-    request_body = CredentialBody,
+    request_body = RegisterCompleteBody,
     responses(
-        (status = 201, description = "Registered", body = Object),
+        (status = 201, description = "Registered", body = Envelope<RegisteredPasskey>),
         (status = 400, description = "Malformed credential", body = ErrorBody),
         (status = 401, description = "The credential does not verify, or the challenge is spent", body = ErrorBody),
         (status = 409, description = "Passkey already registered", body = ErrorBody)
@@ -104,7 +191,7 @@ pub async fn register_begin(
 pub async fn register_complete(
     context: web::Data<AppContext>,
     req: HttpRequest,
-    body: ApiJson<CredentialBody>,
+    body: ApiJson<RegisterCompleteBody>,
 ) -> Result<HttpResponse, ApiError> {
     let device = context
         .endusers
@@ -116,8 +203,16 @@ pub async fn register_complete(
         .await?;
     Ok(respond(
         StatusCode::CREATED,
-        "Passkey registered",
-        json!({"credentialId": device.credential_id, "deviceId": device.id}),
+        if device.status == DeviceStatus::Pending {
+            "Passkey registered; one of your other devices must approve this one"
+        } else {
+            "Passkey registered"
+        },
+        RegisteredPasskey {
+            credential_id: device.credential_id,
+            device_id: device.id.to_string(),
+            status: device.status.as_str(),
+        },
     ))
 }
 
@@ -128,7 +223,7 @@ pub async fn register_complete(
     tag = "fido",
     request_body = AuthenticateBeginBody,
     responses(
-        (status = 200, description = "Request options and context", body = Object),
+        (status = 200, description = "Request options and context", body = Envelope<AssertionOptions>),
         (status = 404, description = "Unknown or not enrolled phone, or nothing to approve", body = ErrorBody),
         (status = 409, description = "The object is no longer pending", body = ErrorBody),
         (status = 422, description = "Invalid phone or purpose", body = ErrorBody)
@@ -147,13 +242,13 @@ pub async fn authenticate_begin(
     Ok(respond(
         StatusCode::OK,
         "Show the context, then sign the challenge",
-        json!({
-            "challengeId": started.challenge_id,
-            "publicKey": public_key(started.options),
-            "context": started.context,
-            "contextHash": started.context_hash,
-            "nonce": started.nonce,
-        }),
+        AssertionOptions {
+            challenge_id: started.challenge_id.to_string(),
+            public_key: public_key(started.options),
+            context: started.context,
+            context_hash: started.context_hash,
+            nonce: started.nonce,
+        },
     ))
 }
 
@@ -164,7 +259,7 @@ pub async fn authenticate_begin(
     tag = "fido",
     request_body = AuthenticateCompleteBody,
     responses(
-        (status = 200, description = "Verified and applied", body = Object),
+        (status = 200, description = "Verified and applied", body = Envelope<AssertionResult>),
         (status = 401, description = "The assertion does not verify", body = ErrorBody),
         (status = 409, description = "The object is no longer pending", body = ErrorBody),
         (status = 422, description = "Invalid decision", body = ErrorBody)
@@ -193,10 +288,10 @@ pub async fn authenticate_complete(
     Ok(respond(
         StatusCode::OK,
         "Verified",
-        json!({
-            "verified": true,
-            "purpose": completed.purpose.to_json(),
-            "status": completed.status,
-        }),
+        AssertionResult {
+            verified: true,
+            purpose: PurposeView::from(&completed.purpose),
+            status: completed.status,
+        },
     ))
 }

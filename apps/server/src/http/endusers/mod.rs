@@ -36,6 +36,7 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(devices::list)
         .service(enrollments::get)
         .service(enrollments::verify)
+        .service(enrollments::recovery)
         .service(devices::get)
         .service(devices::delete)
         .service(devices::block);
@@ -49,6 +50,10 @@ impl From<EndUserError> for ApiError {
                 message,
                 retry_after_secs,
             } => ApiError::rate_limited(message, retry_after_secs),
+            EndUserError::QuotaExceeded {
+                quota,
+                retry_after_secs,
+            } => ApiError::quota_exceeded(quota, retry_after_secs),
             EndUserError::Unavailable(source) => ApiError::internal(source),
             other => ApiError::new(other.category(), other.to_string()),
         }

@@ -1,21 +1,22 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
 use idconsent_enduser::TokenPair;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::required_installation;
 use crate::context::AppContext;
-use crate::http::envelope::respond;
+use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct LoginBody {
+pub struct AppLoginBody {
     /// From `/v1/auth/fido/authenticate/begin` with purpose `login`.
     challenge_id: String,
+    /// The WebAuthn assertion (`PublicKeyCredential` JSON, base64url binary fields).
     #[schema(value_type = Object)]
     credential: Value,
 }
@@ -26,23 +27,37 @@ pub struct RefreshBody {
     refresh_token: String,
 }
 
-fn tokens(pair: TokenPair) -> Value {
-    json!({
-        "accessToken": pair.access_token,
-        "refreshToken": pair.refresh_token,
-        "tokenType": "Bearer",
-        "expiresIn": pair.expires_in,
-    })
+/// The app's tokens after a sign-in or a refresh.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppTokens {
+    /// HS256 JWS, 15 minutes; send it with the `X-Device-ID` it was issued for.
+    access_token: String,
+    /// `rt_` + 64 hex characters, 30 days, rotated on every use.
+    refresh_token: String,
+    /// `Bearer`.
+    token_type: &'static str,
+    /// Seconds until the access token expires.
+    expires_in: u64,
+}
+
+fn tokens(pair: TokenPair) -> AppTokens {
+    AppTokens {
+        access_token: pair.access_token,
+        refresh_token: pair.refresh_token,
+        token_type: "Bearer",
+        expires_in: pair.expires_in,
+    }
 }
 
 /// Signs the app in with a passkey assertion (purpose `login`): a 15-minute access token bound
 /// to this `X-Device-ID` and a 30-day refresh token.
 #[utoipa::path(
     tag = "app-auth",
-    request_body = LoginBody,
+    request_body = AppLoginBody,
     params(("X-Device-ID" = String, Header, description = "The app installation")),
     responses(
-        (status = 200, description = "Tokens", body = Object),
+        (status = 200, description = "Tokens", body = Envelope<AppTokens>),
         (status = 400, description = "No X-Device-ID", body = ErrorBody),
         (status = 401, description = "The assertion does not verify", body = ErrorBody),
         (status = 415, description = "Not application/json", body = ErrorBody)
@@ -52,7 +67,7 @@ fn tokens(pair: TokenPair) -> Value {
 pub async fn login(
     context: web::Data<AppContext>,
     req: HttpRequest,
-    body: ApiJson<LoginBody>,
+    body: ApiJson<AppLoginBody>,
 ) -> Result<HttpResponse, ApiError> {
     let device = required_installation(&req)?;
     let pair = context
@@ -69,7 +84,7 @@ pub async fn login(
     request_body = RefreshBody,
     params(("X-Device-ID" = String, Header, description = "The installation the token was issued for")),
     responses(
-        (status = 200, description = "Tokens", body = Object),
+        (status = 200, description = "Tokens", body = Envelope<AppTokens>),
         (status = 400, description = "No X-Device-ID", body = ErrorBody),
         (status = 401, description = "Invalid, expired, revoked or reused refresh token", body = ErrorBody),
         (status = 415, description = "Not application/json", body = ErrorBody)

@@ -14,7 +14,7 @@ use crate::http::extract::ApiJson;
 /// Business profile fields (spec §2.4); absent fields keep their value.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct BusinessBody {
+pub struct BusinessPatchBody {
     registered_name: Option<String>,
     registration_number: Option<String>,
     /// `YYYY-MM-DD`.
@@ -32,7 +32,7 @@ pub struct BusinessBody {
 #[utoipa::path(
     tag = "merchants",
     security(("merchantJwt" = [])),
-    request_body = BusinessBody,
+    request_body = BusinessPatchBody,
     responses(
         (status = 200, description = "Saved; see business.registryVerification", body = Envelope<MerchantBody>),
         (status = 403, description = "Not an owner or admin", body = ErrorBody),
@@ -44,7 +44,7 @@ pub struct BusinessBody {
 pub async fn update_business(
     context: web::Data<AppContext>,
     MerchantSession(actor): MerchantSession,
-    ApiJson(body): ApiJson<BusinessBody>,
+    ApiJson(body): ApiJson<BusinessPatchBody>,
 ) -> Result<HttpResponse, ApiError> {
     let merchant = context
         .merchants

@@ -1,5 +1,5 @@
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, post, web};
+use actix_web::{HttpRequest, HttpResponse, post, web};
 use idconsent_merchant::RegisterRequest;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -9,6 +9,7 @@ use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
+use crate::http::send_limits;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -46,14 +47,17 @@ pub struct Registration {
         (status = 201, description = "Registered", body = Envelope<Registration>),
         (status = 400, description = "Malformed body or missing field", body = ErrorBody),
         (status = 409, description = "An account with this email exists", body = ErrorBody),
-        (status = 422, description = "Invalid values", body = ErrorBody)
+        (status = 422, description = "Invalid values", body = ErrorBody),
+        (status = 429, description = "Too many codes requested from this client or overall; see Retry-After", body = ErrorBody)
     )
 )]
 #[post("/v1/merchants/register")]
 pub async fn register(
     context: web::Data<AppContext>,
+    req: HttpRequest,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<HttpResponse, ApiError> {
+    send_limits::admit(&context, &req, None).await?;
     let registered = context
         .merchants
         .register(RegisterRequest {

@@ -1,5 +1,5 @@
 use actix_web::http::StatusCode;
-use actix_web::{HttpResponse, post, web};
+use actix_web::{HttpRequest, HttpResponse, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -9,6 +9,7 @@ use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
+use crate::http::send_limits;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LinkToken {
@@ -58,14 +59,16 @@ pub async fn verify_email_link(
     responses(
         (status = 200, description = "Sent", body = Envelope<Sent>),
         (status = 409, description = "Already verified", body = ErrorBody),
-        (status = 429, description = "Asked less than a minute ago", body = ErrorBody)
+        (status = 429, description = "Asked less than a minute ago, or too many codes requested from this client or overall", body = ErrorBody)
     )
 )]
 #[post("/v1/merchants/email/resend")]
 pub async fn resend_email(
     context: web::Data<AppContext>,
+    req: HttpRequest,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
+    send_limits::admit(&context, &req, None).await?;
     context.merchants.resend_email_link(&actor).await?;
     Ok(respond(
         StatusCode::OK,
@@ -106,14 +109,16 @@ pub async fn verify_phone(
     responses(
         (status = 200, description = "Sent", body = Envelope<Sent>),
         (status = 409, description = "Already verified", body = ErrorBody),
-        (status = 429, description = "Asked less than a minute ago", body = ErrorBody)
+        (status = 429, description = "Asked less than a minute ago, or too many codes requested from this client or overall", body = ErrorBody)
     )
 )]
 #[post("/v1/merchants/phone/resend")]
 pub async fn resend_phone(
     context: web::Data<AppContext>,
+    req: HttpRequest,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
+    send_limits::admit(&context, &req, None).await?;
     context.merchants.resend_phone_code(&actor).await?;
     Ok(respond(
         StatusCode::OK,

@@ -76,8 +76,8 @@ pub async fn dev_messages(
     let address = Address::parse(&query.to)
         .map_err(|error| ApiError::validation(ValidationErrors::single("to", error.to_string())))?;
     let messages = context
-        .messages
-        .list_for(address.as_str(), 200)
+        .notifier
+        .sent_to(&address, 200)
         .await
         .map_err(ApiError::internal)?;
     Ok(respond(

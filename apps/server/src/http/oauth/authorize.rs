@@ -14,8 +14,8 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpResponse, HttpResponseBuilder, get, web};
 use idconsent_consent::SessionStatus;
-use idconsent_merchant::ports::{ApplicationRepository, MerchantRepository};
-use idconsent_oauth::RequestStatus;
+use idconsent_kernel::{OsRandom, RandomSource};
+use idconsent_oauth::{HostedPage, RequestStatus};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -54,31 +54,18 @@ pub async fn page(
     context: web::Data<AppContext>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = context.oauth.hosted_view(&path.into_inner()).await?;
+    let HostedPage { view, names } = context.oauth.hosted_page(&path.into_inner()).await?;
     if let Some(location) = redirect_of(&view) {
         return Ok(hardened(HttpResponse::SeeOther())
             .insert_header((header::LOCATION, location))
             .finish());
     }
-    let application = ApplicationRepository::find(
-        context.merchant_store.as_ref(),
-        &view.session.application_id,
-    )
-    .await
-    .map_err(ApiError::internal)?;
-    let merchant = match &application {
-        Some(application) => {
-            MerchantRepository::find(context.merchant_store.as_ref(), &application.merchant_id)
-                .await
-                .map_err(ApiError::internal)?
-        }
-        None => None,
-    };
-    let nonce = context.random.hex(16);
+    // A fresh nonce per response for the Content-Security-Policy.
+    let nonce = (&OsRandom as &dyn RandomSource).hex(16);
     let html = render(&Page {
         session_id: view.session.id.as_str(),
-        application: application.as_ref().map(|a| a.name.as_str()),
-        merchant: merchant.as_ref().map(|m| m.business_name.as_str()),
+        application: names.as_ref().map(|n| n.application.as_str()),
+        merchant: names.as_ref().map(|n| n.merchant.as_str()),
         description: view
             .request
             .description

@@ -1,15 +1,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
-use idconsent_kernel::id::{DeliveryId, TypedId};
-use idconsent_kernel::page::Pagination;
-use idconsent_kernel::{PageRequest, Timestamp, ValidationErrors};
-use idconsent_webhook::{Delivery, DeliveryStatus};
+use idconsent_kernel::{PageRequest, Timestamp};
+use idconsent_webhook::Delivery;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::context::AppContext;
 use crate::http::auth::Signed;
-use crate::http::envelope::{Envelope, respond};
+use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -79,8 +77,7 @@ impl From<&Delivery> for DeliveryBody {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct DeliveryList {
     deliveries: Vec<DeliveryBody>,
-    #[schema(value_type = Object)]
-    pagination: Pagination,
+    pagination: PaginationBody,
 }
 
 /// The application's webhook deliveries in the key's environment, newest first: one per event
@@ -102,27 +99,22 @@ pub async fn list(
     query: web::Query<DeliveryQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::new(query.page, query.limit)?;
-    let status = query
-        .status
-        .as_deref()
-        .map(|text| {
-            DeliveryStatus::parse(text).ok_or_else(|| {
-                ValidationErrors::single("status", "must be pending, succeeded or failed")
-            })
-        })
-        .transpose()?;
     let caller = &signed.caller;
     let page = context
-        .deliveries
-        .list(&caller.application.id, caller.environment, status, page)
-        .await
-        .map_err(ApiError::internal)?;
+        .webhooks
+        .list(
+            &caller.application.id,
+            caller.environment,
+            query.status.as_deref(),
+            page,
+        )
+        .await?;
     Ok(respond(
         StatusCode::OK,
         "ok",
         DeliveryList {
             deliveries: page.items.iter().map(Into::into).collect(),
-            pagination: page.pagination(),
+            pagination: page.pagination().into(),
         },
     ))
 }
@@ -149,21 +141,11 @@ pub async fn retry(
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let not_found = || ApiError::not_found("Delivery not found");
-    let id = DeliveryId::parse(&id).map_err(|_| not_found())?;
     let caller = &signed.caller;
     let delivery = context
-        .deliveries
-        .retry_now(
-            &caller.application.id,
-            caller.environment,
-            &id,
-            context.clock.now(),
-        )
-        .await
-        .map_err(ApiError::internal)?
-        .ok_or_else(not_found)?;
-    context.wake.webhooks.notify_one();
+        .webhooks
+        .retry(&caller.application.id, caller.environment, &id)
+        .await?;
     Ok(respond(
         StatusCode::ACCEPTED,
         "Delivery queued",

@@ -7,3 +7,14 @@ use utoipa_actix_web::service_config::ServiceConfig;
 pub fn routes(config: &mut ServiceConfig) {
     config.service(deliveries::list).service(deliveries::retry);
 }
+
+impl From<idconsent_webhook::DeliveryLogError> for crate::http::error::ApiError {
+    fn from(error: idconsent_webhook::DeliveryLogError) -> Self {
+        use idconsent_webhook::DeliveryLogError;
+        match error {
+            DeliveryLogError::Invalid(errors) => Self::validation(errors),
+            DeliveryLogError::Unavailable(source) => Self::internal(source),
+            other => Self::new(other.category(), other.to_string()),
+        }
+    }
+}

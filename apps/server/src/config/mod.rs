@@ -5,13 +5,32 @@ use std::convert::Infallible;
 use std::fmt;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use idconsent_access::Gate;
+use idconsent_kernel::Clock;
 use idconsent_store_diesel::DbOptions;
 use idconsent_webhook::RetrySchedule;
 use secrecy::{ExposeSecret, SecretString};
+
+mod blobs;
+mod consent;
+mod merchant;
+mod notify;
+mod oauth;
+mod passkeys;
+mod webhook;
+
+pub use blobs::{BlobArgs, BlobConfig, BlobStoreKind};
+pub use consent::{ConsentArgs, ConsentConfig};
+pub use merchant::{MerchantArgs, MerchantConfig, RegistryKind, RegistrySettings};
+pub use notify::{NotifyArgs, NotifyConfig, SmsSettings, SmtpSettings};
+pub use oauth::{OAuthArgs, OAuthConfig};
+pub use passkeys::{PasskeyArgs, PasskeyConfig};
+pub use webhook::{WebhookArgs, WebhookConfig};
 
 /// `dev` gives a working server with no setup (dev mailbox, generated keys); `production`
 /// requires real secrets and never exposes development routes.
@@ -19,15 +38,6 @@ use secrecy::{ExposeSecret, SecretString};
 pub enum Mode {
     Dev,
     Production,
-}
-
-/// Which corporate registry checks business registrations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum RegistryKind {
-    /// A test registry: every number matches except `000000000`.
-    Sandbox,
-    /// A provider over HTTP (`IDC_REGISTRY_URL`).
-    Http,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -38,7 +48,7 @@ pub enum LogFormat {
     Json,
 }
 
-fn secret(text: &str) -> Result<SecretString, Infallible> {
+pub(crate) fn secret(text: &str) -> Result<SecretString, Infallible> {
     Ok(SecretString::from(text.to_owned()))
 }
 
@@ -53,6 +63,17 @@ pub struct Settings {
         global = true
     )]
     pub bind: String,
+
+    /// Dev mode only: allow a non-loopback `IDC_BIND`. Dev mode's mailbox
+    /// (`/v1/dev/messages`) hands out every code it sent, so it listens on loopback unless this
+    /// is set.
+    #[arg(
+        long,
+        env = "IDC_DEV_ALLOW_REMOTE",
+        default_value_t = false,
+        global = true
+    )]
+    pub dev_allow_remote: bool,
 
     /// Public base URL of this service (default: http://<bind>).
     #[arg(long, env = "IDC_BASE_URL", global = true)]
@@ -111,103 +132,20 @@ pub struct Settings {
     )]
     pub db_max_connections: u32,
 
-    /// SMTP server for email, e.g. `smtps://user:pass@smtp.example.com:465`.
-    #[arg(long, env = "IDC_SMTP_URL", value_parser = secret, hide_env_values = true, global = true)]
-    pub smtp_url: Option<SecretString>,
-
-    /// Sender of every email.
-    #[arg(
-        long,
-        env = "IDC_SMTP_FROM",
-        default_value = "idconsent <no-reply@idconsent.localhost>",
-        global = true
-    )]
-    pub smtp_from: String,
-
-    /// Base URL of the merchant dashboard, used in emailed links (default: the base URL).
-    #[arg(long, env = "IDC_DASHBOARD_URL", global = true)]
-    pub dashboard_url: Option<String>,
-
-    /// Allow callback URLs on private, loopback and link-local hosts (default: true in dev,
-    /// false in production).
-    #[arg(long, env = "IDC_ALLOW_PRIVATE_CALLBACKS", global = true)]
-    pub allow_private_callbacks: Option<bool>,
-
-    /// The corporate registry: `sandbox` (a test registry; see docs) or `http`.
-    #[arg(
-        long,
-        env = "IDC_REGISTRY",
-        value_enum,
-        default_value = "sandbox",
-        global = true
-    )]
-    pub registry: RegistryKind,
-
-    /// The registry provider's endpoint when `IDC_REGISTRY=http`.
-    #[arg(long, env = "IDC_REGISTRY_URL", global = true)]
-    pub registry_url: Option<String>,
-
-    /// One header sent to the registry provider, e.g. `Authorization: Bearer abc`.
-    #[arg(long, env = "IDC_REGISTRY_AUTH_HEADER", value_parser = secret, hide_env_values = true, global = true)]
-    pub registry_auth_header: Option<SecretString>,
-
-    /// How long a consent session waits for a decision, in seconds.
-    #[arg(
-        long,
-        env = "IDC_CONSENT_TTL_SECONDS",
-        default_value_t = 300,
-        global = true
-    )]
-    pub consent_ttl_seconds: u64,
-
-    /// Waits between webhook attempts, e.g. `5s,5m,30m,2h,5h,10h,10h` (the default).
-    #[arg(long, env = "IDC_WEBHOOK_RETRY_SCHEDULE", global = true)]
-    pub webhook_retry_schedule: Option<String>,
-
-    /// The mobile app's URI scheme: QR codes encode `<scheme>://auth/<sessionId>`.
-    #[arg(
-        long,
-        env = "IDC_APP_SCHEME",
-        default_value = "idconsent",
-        global = true
-    )]
-    pub app_scheme: String,
-
-    /// Directory of the ES256 keys that sign OAuth access tokens. Dev: `<data dir>/oauth-keys`,
-    /// created with a first key. Production: required, and must hold a key
-    /// (`idconsent admin oauth rotate-key` creates one).
-    #[arg(long, env = "IDC_OAUTH_KEYS_DIR", global = true)]
-    pub oauth_keys_dir: Option<PathBuf>,
-
-    /// How long an OAuth authorization code can be exchanged, in seconds.
-    #[arg(
-        long,
-        env = "IDC_OAUTH_CODE_TTL_SECONDS",
-        default_value_t = 600,
-        global = true
-    )]
-    pub oauth_code_ttl_seconds: u64,
-
-    /// WebAuthn relying-party ID: the domain passkeys are bound to.
-    #[arg(long, env = "IDC_RP_ID", default_value = "localhost", global = true)]
-    pub rp_id: String,
-
-    /// Comma-separated origins the app's WebAuthn calls may come from.
-    #[arg(
-        long,
-        env = "IDC_RP_ORIGINS",
-        default_value = "http://localhost:8080",
-        global = true
-    )]
-    pub rp_origins: String,
-
-    /// HTTP SMS gateway endpoint (receives `POST {"to", "body"}`).
-    #[arg(long, env = "IDC_SMS_GATEWAY_URL", global = true)]
-    pub sms_gateway_url: Option<String>,
-
-    /// One header sent to the SMS gateway, e.g. `Authorization: Bearer abc`.
-    #[arg(long, env = "IDC_SMS_GATEWAY_AUTH_HEADER", value_parser = secret, hide_env_values = true, global = true)]
-    pub sms_gateway_auth_header: Option<SecretString>,
+    #[command(flatten)]
+    pub blobs: BlobArgs,
+    #[command(flatten)]
+    pub notify: NotifyArgs,
+    #[command(flatten)]
+    pub merchant: MerchantArgs,
+    #[command(flatten)]
+    pub webhooks: WebhookArgs,
+    #[command(flatten)]
+    pub consent: ConsentArgs,
+    #[command(flatten)]
+    pub oauth: OAuthArgs,
+    #[command(flatten)]
+    pub passkeys: PasskeyArgs,
 }
 
 /// The 32-byte key that encrypts secrets at rest. Never printed.
@@ -240,30 +178,6 @@ impl fmt::Debug for MasterKey {
     }
 }
 
-/// SMTP settings for the email transport.
-#[derive(Debug, Clone)]
-pub struct SmtpSettings {
-    pub url: SecretString,
-    pub from: String,
-}
-
-/// SMS gateway settings.
-#[derive(Debug, Clone)]
-pub struct SmsSettings {
-    pub url: String,
-    pub auth_header: Option<SecretString>,
-}
-
-/// The corporate registry to use.
-#[derive(Debug, Clone)]
-pub enum RegistrySettings {
-    Sandbox,
-    Http {
-        url: String,
-        auth_header: Option<SecretString>,
-    },
-}
-
 /// Checked configuration, ready to wire the service.
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -278,25 +192,23 @@ pub struct Config {
     pub log_format: LogFormat,
     pub http_workers: usize,
     pub db: DbOptions,
-    pub smtp: Option<SmtpSettings>,
-    pub sms: Option<SmsSettings>,
-    /// Base URL of emailed dashboard links, without a trailing slash.
-    pub dashboard_url: String,
-    pub allow_private_callbacks: bool,
-    pub registry: RegistrySettings,
-    pub consent_ttl: Duration,
-    pub webhook_retry: RetrySchedule,
-    pub app_scheme: String,
-    pub rp_id: String,
-    pub oauth_keys_dir: PathBuf,
-    pub oauth_code_ttl: Duration,
-    /// Comma-separated, as configured.
-    pub rp_origins: String,
+    pub blobs: BlobConfig,
+    pub notify: NotifyConfig,
+    pub merchant: MerchantConfig,
+    pub webhooks: WebhookConfig,
+    pub consent: ConsentConfig,
+    pub oauth: OAuthConfig,
+    pub passkeys: PasskeyConfig,
     /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
     /// tests are stopped through their handle instead.
     pub handle_signals: bool,
     /// How often background workers poll when nothing woke them.
     pub worker_poll_interval: Duration,
+    /// The clock every domain reads; `None` is the system clock. Tests set a `ManualClock`
+    /// so that expiry and retention are tested without waiting.
+    pub clock: Option<Arc<dyn Clock>>,
+    /// Gates run after the deployment's own on every signed request (tests, embedders).
+    pub extra_gates: Vec<Arc<dyn Gate>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -323,6 +235,12 @@ pub enum ConfigError {
     ConsentTtl,
     #[error("IDC_APP_SCHEME must be a URI scheme: a letter, then letters, digits, '+', '-' or '.'")]
     AppScheme,
+    /// A setting of a domain that has no variant of its own.
+    #[error("{variable}: {reason}")]
+    Invalid {
+        variable: &'static str,
+        reason: String,
+    },
     #[error("cannot use the data directory {path}: {source}")]
     DataDir {
         path: String,
@@ -341,35 +259,15 @@ impl Settings {
                 .unwrap_or_else(|| format!("http://{}", self.bind)),
         )?;
         let production = self.mode == Mode::Production;
-        let dashboard_url = match self.dashboard_url {
-            Some(url) => normalise_base_url(url).map_err(|_| ConfigError::DashboardUrl)?,
-            None => base_url.clone(),
-        };
-        if !(1..=86_400).contains(&self.consent_ttl_seconds) {
-            return Err(ConfigError::ConsentTtl);
-        }
-        let scheme_ok = self
-            .app_scheme
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase())
-            && self.app_scheme.chars().all(|c| {
-                c.is_ascii_lowercase() || c.is_ascii_digit() || matches!(c, '+' | '-' | '.')
+        if !production && !self.dev_allow_remote && !is_loopback_bind(&self.bind) {
+            return Err(ConfigError::Invalid {
+                variable: "IDC_BIND",
+                reason: "dev mode hands out every SMS and email code at /v1/dev/messages, so it \
+                         listens on loopback only: bind to 127.0.0.1 or [::1], or set \
+                         IDC_DEV_ALLOW_REMOTE=true"
+                    .into(),
             });
-        if !scheme_ok {
-            return Err(ConfigError::AppScheme);
         }
-        let webhook_retry = match &self.webhook_retry_schedule {
-            Some(text) => RetrySchedule::parse(text)?,
-            None => RetrySchedule::default(),
-        };
-        let registry = match self.registry {
-            RegistryKind::Sandbox => RegistrySettings::Sandbox,
-            RegistryKind::Http => RegistrySettings::Http {
-                url: self.registry_url.ok_or(ConfigError::RegistryUrl)?,
-                auth_header: self.registry_auth_header,
-            },
-        };
         let master_key = match self.master_key {
             Some(text) => MasterKey::parse(text.expose_secret())?,
             None if production => return Err(ConfigError::RequiredInProduction("IDC_MASTER_KEY")),
@@ -387,13 +285,8 @@ impl Settings {
                 hex(&random_bytes::<24>())
             })?),
         };
-        let oauth_keys_dir = match self.oauth_keys_dir {
-            Some(dir) => dir,
-            None if production => {
-                return Err(ConfigError::RequiredInProduction("IDC_OAUTH_KEYS_DIR"));
-            }
-            None => self.data_dir.join("oauth-keys"),
-        };
+        let merchant = self.merchant.resolve(&base_url)?;
+        let oauth = self.oauth.resolve(&self.data_dir)?;
         Ok(Config {
             mode: self.mode,
             bind: self.bind,
@@ -410,26 +303,17 @@ impl Settings {
                 max_connections: self.db_max_connections.max(1),
                 ..DbOptions::default()
             },
-            smtp: self.smtp_url.map(|url| SmtpSettings {
-                url,
-                from: self.smtp_from,
-            }),
-            sms: self.sms_gateway_url.map(|url| SmsSettings {
-                url,
-                auth_header: self.sms_gateway_auth_header,
-            }),
-            dashboard_url,
-            allow_private_callbacks: self.allow_private_callbacks.unwrap_or(!production),
-            registry,
-            consent_ttl: Duration::from_secs(self.consent_ttl_seconds),
-            webhook_retry,
-            app_scheme: self.app_scheme,
-            rp_id: self.rp_id,
-            oauth_keys_dir,
-            oauth_code_ttl: Duration::from_secs(self.oauth_code_ttl_seconds.clamp(1, 3600)),
-            rp_origins: self.rp_origins,
+            blobs: self.blobs.resolve()?,
+            notify: self.notify.resolve(),
+            merchant,
+            webhooks: self.webhooks.resolve(production)?,
+            consent: self.consent.resolve()?,
+            oauth,
+            passkeys: self.passkeys.resolve(),
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
+            clock: None,
+            extra_gates: Vec::new(),
         })
     }
 }
@@ -438,7 +322,6 @@ impl Config {
     /// A dev-mode configuration on the given database, for embedding the server in tests:
     /// random port, fixed keys, no signal handling.
     pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
-        let oauth_keys_dir = data_dir.join("oauth-keys");
         Self {
             mode: Mode::Dev,
             bind: "127.0.0.1:0".into(),
@@ -454,25 +337,53 @@ impl Config {
                 min_idle: 1,
                 ..DbOptions::default()
             },
-            smtp: None,
-            sms: None,
-            dashboard_url: "http://dashboard.test".into(),
-            allow_private_callbacks: true,
-            registry: RegistrySettings::Sandbox,
-            consent_ttl: Duration::from_secs(300),
-            webhook_retry: RetrySchedule::parse("200ms,200ms,200ms,200ms").unwrap_or_default(),
-            app_scheme: "idconsent".into(),
-            rp_id: "localhost".into(),
-            oauth_keys_dir,
-            oauth_code_ttl: Duration::from_secs(600),
-            rp_origins: "http://localhost:8080".into(),
+            blobs: BlobConfig::Fs,
+            // The tests enroll many users from one address (CONTRACT §9: a harness raises both).
+            notify: NotifyConfig {
+                send_limits: idconsent_notification::SendLimitSettings {
+                    per_client: 1_000_000,
+                    global: 1_000_000,
+                },
+                ..NotifyConfig::default()
+            },
+            merchant: MerchantConfig {
+                dashboard_url: "http://dashboard.test".into(),
+                registry: RegistrySettings::Sandbox,
+            },
+            webhooks: WebhookConfig {
+                retry: RetrySchedule::parse("200ms,200ms,200ms,200ms").unwrap_or_default(),
+                allow_private_callbacks: true,
+            },
+            consent: ConsentConfig::default(),
+            oauth: OAuthConfig {
+                key_activation_delay: Duration::from_millis(800),
+                key_reload_interval: Duration::from_millis(200),
+                ..OAuthConfig::new(None)
+            },
+            passkeys: PasskeyConfig {
+                rp_id: "localhost".into(),
+                rp_origins: "http://localhost:8080".into(),
+                recovery_cooling_off: Duration::from_secs(72 * 3600),
+            },
             handle_signals: false,
             worker_poll_interval: Duration::from_millis(100),
+            clock: None,
+            extra_gates: Vec::new(),
         }
     }
 }
 
-fn normalise_base_url(url: String) -> Result<String, ConfigError> {
+/// Whether `host:port` names a loopback host (`localhost`, `127.0.0.0/8`, `::1`).
+fn is_loopback_bind(bind: &str) -> bool {
+    let host = bind.rsplit_once(':').map_or(bind, |(host, _)| host);
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host.eq_ignore_ascii_case("localhost")
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
+pub(crate) fn normalise_base_url(url: String) -> Result<String, ConfigError> {
     let trimmed = url.trim_end_matches('/');
     let valid = (trimmed.starts_with("http://") || trimmed.starts_with("https://"))
         && !trimmed.contains(['?', '#', ' '])
@@ -608,13 +519,11 @@ mod tests {
             "--admin-token",
             &token,
         ];
-        let error = settings(&production).resolve().unwrap_err();
-        assert!(error.to_string().contains("IDC_OAUTH_KEYS_DIR"));
-        let keys = dir.path().join("keys");
-        let mut with_keys = production.to_vec();
-        with_keys.extend(["--oauth-keys-dir", keys.to_str().unwrap()]);
-        let config = settings(&with_keys).resolve().unwrap();
+        // The two secrets are all production needs (CONTRACT §9): signing keys live in the
+        // database.
+        let config = settings(&production).resolve().unwrap();
         assert_eq!(config.mode, Mode::Production);
+        assert_eq!(config.oauth.import_keys_from, None);
         assert!(!dir.path().join("master.key").exists());
     }
 
@@ -635,6 +544,43 @@ mod tests {
             settings(&["--data-dir", data_dir, "--base-url", "ftp://x"]).resolve(),
             Err(ConfigError::BaseUrl)
         ));
+    }
+
+    #[test]
+    fn dev_mode_listens_on_loopback_unless_told_otherwise() {
+        let dir = tempfile::tempdir().unwrap();
+        let data_dir = dir.path().to_str().unwrap();
+        for bind in [
+            "0.0.0.0:8080",
+            "[::]:8080",
+            "10.0.0.5:8080",
+            "example.com:80",
+        ] {
+            let refused = settings(&["--data-dir", data_dir, "--bind", bind]).resolve();
+            assert!(
+                matches!(
+                    refused,
+                    Err(ConfigError::Invalid {
+                        variable: "IDC_BIND",
+                        ..
+                    })
+                ),
+                "{bind}"
+            );
+            settings(&["--data-dir", data_dir, "--bind", bind, "--dev-allow-remote"])
+                .resolve()
+                .unwrap();
+        }
+        for bind in [
+            "127.0.0.1:8080",
+            "127.1.2.3:1",
+            "[::1]:8080",
+            "localhost:8080",
+        ] {
+            settings(&["--data-dir", data_dir, "--bind", bind])
+                .resolve()
+                .unwrap();
+        }
     }
 
     #[test]

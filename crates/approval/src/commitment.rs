@@ -10,13 +10,18 @@ use sha2::{Digest, Sha256};
 
 const DOMAIN: &[u8] = b"idconsent-challenge-v1";
 
-/// SHA-256 of the context's canonical JSON: object keys sorted (by their UTF-8 bytes) at every
-/// level, no whitespace, strings and numbers as serde_json writes them. Canonical so that a
-/// client hashes the same bytes whatever order its JSON parser keeps keys in.
+/// SHA-256 of the context's canonical JSON ([`canonical_json`]).
 pub fn context_hash(context: &Value) -> [u8; 32] {
+    Sha256::digest(canonical_json(context)).into()
+}
+
+/// The context's canonical JSON: object keys sorted (by their UTF-8 bytes) at every level, no
+/// whitespace, strings and numbers as serde_json writes them. Canonical so that a client hashes
+/// the same bytes whatever order its JSON parser keeps keys in.
+pub fn canonical_json(context: &Value) -> Vec<u8> {
     let mut canonical = Vec::with_capacity(256);
     write_canonical(context, &mut canonical);
-    Sha256::digest(&canonical).into()
+    canonical
 }
 
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {

@@ -1,0 +1,179 @@
+//! The composition root: each domain's adapters and services are built once, in the domain's
+//! own file, from what every domain shares ([`Shared`]). The approval registry and the gate
+//! chain are assembled here: a new approvable domain is one `register` line, a new gate one
+//! `then` line.
+
+mod bridges;
+mod consent;
+mod enduser;
+mod merchant;
+mod notification;
+mod oauth;
+mod system;
+mod webhook;
+
+use std::sync::Arc;
+
+use idconsent_access::GateChain;
+use idconsent_approval::ApprovalRegistry;
+use idconsent_blob_fs::FsBlobStore;
+use idconsent_blob_s3::S3BlobStore;
+use idconsent_consent::ConsentApprovals;
+use idconsent_kernel::BlobStore;
+use idconsent_kernel::{
+    Clock, IdGenerator, KeyedHash, Metering, Nudge, OsRandom, RandomSource, SecretVault,
+    SystemClock, UlidGenerator, Unmetered,
+};
+use idconsent_notification::Notifier;
+use idconsent_oauth::OAuthApprovals;
+use idconsent_store_diesel::Db;
+use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
+use tokio::sync::Notify;
+
+pub use oauth::OAuthKeys;
+pub use system::SystemStatus;
+
+use crate::config::{BlobConfig, Config};
+use crate::context::{AppContext, Wake};
+use crate::http::metrics::Metrics;
+use crate::http::openapi::ApiDocs;
+
+/// What every domain's wiring may use.
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub config: Arc<Config>,
+    pub db: Db,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+    pub random: Arc<dyn RandomSource>,
+    /// Derives the keys of token signers and the like.
+    pub master: Arc<MasterKey>,
+    pub vault: Arc<dyn SecretVault>,
+    pub hasher: Arc<dyn KeyedHash>,
+    /// Queues SMS and email; the notifications worker delivers them.
+    pub notifier: Arc<Notifier>,
+    /// Uploaded and generated files: the data directory or an S3-compatible store.
+    pub blobs: Arc<dyn BlobStore>,
+    /// What metered actions cost (billing); `Unmetered` until billing is wired.
+    pub metering: Arc<dyn Metering>,
+    pub wake: Wake,
+}
+
+impl Shared {
+    /// Wakes the webhook worker after an outbox write.
+    pub fn outbox_written(&self) -> Arc<dyn Nudge> {
+        Arc::new(NotifyNudge(self.wake.webhooks.clone()))
+    }
+}
+
+#[derive(Debug)]
+struct NotifyNudge(Arc<Notify>);
+
+impl Nudge for NotifyNudge {
+    fn nudge(&self) {
+        self.0.notify_one();
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum WiringError {
+    #[error(transparent)]
+    Smtp(#[from] idconsent_notify::SmtpConfigError),
+    #[error(transparent)]
+    Sms(#[from] idconsent_notify::HttpSmsConfigError),
+    #[error("registry: {0}")]
+    Registry(#[from] idconsent_registry::InvalidRegistryConfig),
+    #[error("session tokens: {0}")]
+    Tokens(#[from] idconsent_merchant::ports::TokenError),
+    #[error("password hashing: {0}")]
+    Passwords(#[from] idconsent_merchant::ports::PasswordError),
+    #[error(transparent)]
+    Webhooks(#[from] idconsent_webhook_http::BuildError),
+    #[error("OAuth signing keys to import (IDC_OAUTH_KEYS_DIR): {0}")]
+    OAuthKeyImport(#[from] idconsent_jose::KeyRingError),
+    #[error("OAuth signing keys: {0}")]
+    OAuthKeys(#[from] idconsent_oauth::SigningKeyError),
+    #[error("IDC_RP_ID / IDC_RP_ORIGINS: {0}")]
+    RelyingParty(#[from] idconsent_webauthn::ConfigError),
+    #[error("app tokens: {0}")]
+    AppTokens(#[from] idconsent_enduser::ports::AccessTokenError),
+    #[error(transparent)]
+    Approvals(#[from] idconsent_approval::DuplicateKind),
+    #[error(transparent)]
+    Blobs(#[from] idconsent_blob_s3::S3ConfigError),
+}
+
+/// Builds every service of the deployment.
+pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
+    let config = Arc::new(config);
+    let clock: Arc<dyn Clock> = config
+        .clock
+        .clone()
+        .unwrap_or_else(|| Arc::new(SystemClock));
+    let random: Arc<dyn RandomSource> = Arc::new(OsRandom);
+    let ids: Arc<dyn IdGenerator> = Arc::new(UlidGenerator::new(clock.clone(), random.clone()));
+    let master = Arc::new(MasterKey::new(*config.master_key.as_bytes()));
+    let wake = Wake::default();
+    let notifications = notification::build(&config, &db, &clock, &ids, &wake)?;
+    let shared = Shared {
+        vault: Arc::new(AesGcmVault::new(&master)),
+        hasher: Arc::new(HmacKeyedHash::new(&master)),
+        notifier: notifications.notifier.clone(),
+        blobs: match &config.blobs {
+            BlobConfig::Fs => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
+            BlobConfig::S3(settings) => Arc::new(S3BlobStore::new(settings)?),
+        },
+        metering: Arc::new(Unmetered),
+        config: config.clone(),
+        db: db.clone(),
+        clock,
+        ids,
+        random,
+        master,
+        wake: wake.clone(),
+    };
+
+    let merchants = merchant::build(&shared)?;
+    let webhooks = webhook::build(&shared, &merchants)?;
+    let consents = consent::build(&shared);
+    let (oauth, oauth_keys) = oauth::build(&shared, &consents, &merchants).await?;
+
+    let consent_approvals = Arc::new(
+        ConsentApprovals::new(consents.service.clone(), merchants.directory.clone())
+            .with_extension(Arc::new(OAuthApprovals(oauth.clone()))),
+    );
+    let mut approvals = ApprovalRegistry::new();
+    approvals.register(consent_approvals.clone())?;
+    approvals.register(Arc::new(enduser::device_additions(&shared)))?;
+    let endusers = enduser::build(&shared, Arc::new(approvals))?;
+
+    let gates = config
+        .extra_gates
+        .iter()
+        .fold(GateChain::new(), |chain, gate| chain.then(gate.clone()));
+    let requests = Arc::new(merchants.request_gate(gates));
+
+    Ok(AppContext {
+        docs: Arc::new(ApiDocs::build(config.mode)),
+        system: Arc::new(SystemStatus::new(db, notifications.dispatcher.clone())),
+        request_ids: shared.ids.clone(),
+        config,
+        requests,
+        merchants: merchants.service,
+        consents: consents.service,
+        consent_approvals,
+        qr: consents.qr,
+        oauth,
+        oauth_keys,
+        endusers,
+        webhooks: webhooks.log,
+        notifier: notifications.notifier,
+        send_limits: notifications.send_limits,
+        workers: crate::context::Workers {
+            notifications: notifications.dispatcher,
+            webhooks: webhooks.dispatcher,
+        },
+        metrics: Arc::new(Metrics::new()),
+        wake,
+    })
+}

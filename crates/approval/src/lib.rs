@@ -1,0 +1,13 @@
+#![doc = include_str!("../README.md")]
+
+pub mod commitment;
+mod directory;
+mod model;
+mod registry;
+mod target;
+
+pub use directory::{ApplicationDirectory, ApplicationNames, DirectoryError};
+pub use idconsent_webhook::Effects;
+pub use model::{Approver, Audience, Decision, Purpose, PurposeKind, Recipient, Target};
+pub use registry::{ApprovalRegistry, DuplicateKind};
+pub use target::{AlsoFn, ApprovalTarget, TargetError};

@@ -1,0 +1,152 @@
+//! Purposes, the objects they name as the user sees them, and decisions.
+
+use idconsent_kernel::id::{ApplicationId, DeviceId};
+use idconsent_kernel::{EmailAddress, Environment, PhoneNumber};
+use serde::ser::SerializeStruct;
+use serde::{Serialize, Serializer};
+use serde_json::Value;
+
+/// What a FIDO challenge may be used for (`purpose.type` on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum PurposeKind {
+    /// Registering a passkey (internal: never named by a client).
+    Registration,
+    /// Signing in to the app.
+    Login,
+    /// Proving a freshly registered passkey works, which completes an enrollment.
+    Enrollment,
+    /// A consent session (OAuth requests included).
+    Consent,
+    Mandate,
+    Signature,
+    /// Letting a new device into an enrolled phone's account.
+    DeviceAdd,
+}
+
+impl PurposeKind {
+    pub const ALL: &'static [PurposeKind] = &[
+        PurposeKind::Registration,
+        PurposeKind::Login,
+        PurposeKind::Enrollment,
+        PurposeKind::Consent,
+        PurposeKind::Mandate,
+        PurposeKind::Signature,
+        PurposeKind::DeviceAdd,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PurposeKind::Registration => "registration",
+            PurposeKind::Login => "login",
+            PurposeKind::Enrollment => "enrollment",
+            PurposeKind::Consent => "consent",
+            PurposeKind::Mandate => "mandate",
+            PurposeKind::Signature => "signature",
+            PurposeKind::DeviceAdd => "device_add",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|kind| kind.as_str() == text)
+    }
+}
+
+/// What a challenge is for: a kind and, except for registration and login, the object's id.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Purpose {
+    pub kind: PurposeKind,
+    pub id: Option<String>,
+}
+
+impl Purpose {
+    pub fn new(kind: PurposeKind, id: impl Into<String>) -> Self {
+        Self {
+            kind,
+            id: Some(id.into()),
+        }
+    }
+}
+
+/// `{"type": "consent", "id": "cs_…"}` (`id` is `null` for `login`), as events and API bodies
+/// name a purpose.
+impl Serialize for Purpose {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut purpose = serializer.serialize_struct("Purpose", 2)?;
+        purpose.serialize_field("type", self.kind.as_str())?;
+        purpose.serialize_field("id", &self.id)?;
+        purpose.end()
+    }
+}
+
+/// The application an object belongs to: its events go there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Audience {
+    pub application_id: ApplicationId,
+    pub environment: Environment,
+    pub callback_url: String,
+}
+
+/// Who may decide an object.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipient {
+    /// An enrolled phone: decided in the app with one of its passkeys.
+    Phone(PhoneNumber),
+    /// An email address: decided on a hosted page, never through the app.
+    Email(EmailAddress),
+}
+
+impl Recipient {
+    pub fn phone(&self) -> Option<&PhoneNumber> {
+        match self {
+            Recipient::Phone(phone) => Some(phone),
+            Recipient::Email(_) => None,
+        }
+    }
+}
+
+/// An object a purpose names, as its recipient must see it before deciding.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Target {
+    /// Only this recipient may decide.
+    pub recipient: Recipient,
+    /// Exactly what the app shows; the FIDO challenge commits to its canonical hash.
+    pub context: Value,
+    /// Who hears about assertions for it (`auth.success`, `auth.failed`).
+    pub audience: Option<Audience>,
+}
+
+/// The recipient's answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Approve,
+    Reject,
+}
+
+/// Who decided: the device whose passkey signed the assertion.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Approver {
+    pub device_id: DeviceId,
+    pub phone: PhoneNumber,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_purpose_is_its_type_and_id() {
+        let consent = Purpose::new(PurposeKind::Consent, "cs_1");
+        assert_eq!(
+            serde_json::to_string(&consent).unwrap(),
+            r#"{"type":"consent","id":"cs_1"}"#
+        );
+        let login = Purpose {
+            kind: PurposeKind::Login,
+            id: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&login).unwrap(),
+            r#"{"type":"login","id":null}"#
+        );
+    }
+}

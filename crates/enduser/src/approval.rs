@@ -1,0 +1,192 @@
+//! A new device of an enrolled phone as an object its user approves with one of the devices
+//! they already have (purpose `device_add`, ADR 0013).
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use idconsent_approval::{
+    AlsoFn, ApprovalTarget, Approver, Audience, Decision, PurposeKind, Recipient, Target,
+    TargetError,
+};
+use idconsent_kernel::id::{DeviceId, TypedId};
+use idconsent_kernel::{Clock, IdGenerator};
+use idconsent_webhook::{Effects, EventType, Outbox};
+
+use crate::context::DeviceAddContext;
+use crate::devices::audiences;
+use crate::events::{DeviceActivated, DeviceDeregistered};
+use crate::model::{Device, DeviceStatus, EndUser};
+use crate::ports::{DeviceRepository, EnrollmentRepository, StoreError};
+
+/// The [`ApprovalTarget`] of pending devices.
+#[derive(Debug, Clone)]
+pub struct DeviceAddApprovals {
+    devices: Arc<dyn DeviceRepository>,
+    users: Arc<dyn EnrollmentRepository>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+}
+
+fn unavailable(error: StoreError) -> TargetError {
+    TargetError::Unavailable(Box::new(error))
+}
+
+impl DeviceAddApprovals {
+    pub fn new(
+        devices: Arc<dyn DeviceRepository>,
+        users: Arc<dyn EnrollmentRepository>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Self {
+        Self {
+            devices,
+            users,
+            clock,
+            ids,
+        }
+    }
+
+    async fn device_and_user(&self, id: &str) -> Result<(Device, EndUser), TargetError> {
+        let id = DeviceId::parse(id).map_err(|_| TargetError::NotFound)?;
+        let device = self
+            .devices
+            .find(&id)
+            .await
+            .map_err(unavailable)?
+            .ok_or(TargetError::NotFound)?;
+        let user = self
+            .users
+            .user(&device.user_id)
+            .await
+            .map_err(unavailable)?
+            .ok_or(TargetError::NotFound)?;
+        Ok((device, user))
+    }
+
+    fn outbox(
+        &self,
+        audiences: &[&Audience],
+        event_type: EventType,
+        data: &impl serde::Serialize,
+    ) -> Vec<Outbox> {
+        let now = self.clock.now();
+        audiences
+            .iter()
+            .map(|audience| {
+                Outbox::new(
+                    self.ids.as_ref(),
+                    event_type,
+                    audience.application_id.clone(),
+                    audience.environment,
+                    now,
+                    data,
+                    &[&audience.callback_url],
+                )
+            })
+            .collect()
+    }
+}
+
+#[async_trait]
+impl ApprovalTarget for DeviceAddApprovals {
+    fn kind(&self) -> PurposeKind {
+        PurposeKind::DeviceAdd
+    }
+
+    async fn describe(&self, id: &str) -> Result<Target, TargetError> {
+        let (device, user) = self.device_and_user(id).await?;
+        if device.status != DeviceStatus::Pending {
+            return Err(TargetError::NotPending(format!(
+                "The device is {}",
+                device.status.as_str()
+            )));
+        }
+        let context = DeviceAddContext {
+            kind: "device_add",
+            device_id: &device.id,
+            phone: user.phone.as_str(),
+            name: &device.name,
+            platform: &device.platform,
+            requested_at: device.created_at,
+            recovery_ends_at: device.recovery_ends_at,
+        };
+        Ok(Target {
+            recipient: Recipient::Phone(user.phone.clone()),
+            context: serde_json::to_value(context)
+                .map_err(|error| TargetError::Unavailable(Box::new(error)))?,
+            audience: device.audience.clone(),
+        })
+    }
+
+    async fn audience(&self, id: &str) -> Result<Option<Audience>, TargetError> {
+        Ok(self.device_and_user(id).await?.0.audience)
+    }
+
+    /// Approve: the device becomes active (`device.activated`); reject: it is deregistered
+    /// (`device.deregistered`) — to every application that enrolled one of the user's devices.
+    async fn decide(
+        &self,
+        id: &str,
+        decision: Decision,
+        by: &Approver,
+        also: &AlsoFn<'_>,
+    ) -> Result<String, TargetError> {
+        let (device, user) = self.device_and_user(id).await?;
+        // Only another of the user's devices decides (a pending one cannot assert anyway).
+        if by.device_id == device.id || by.phone != user.phone {
+            return Err(TargetError::NotFound);
+        }
+        let devices = self.devices.of_user(&user.id).await.map_err(unavailable)?;
+        let told = audiences(&devices, None);
+        let (to, mut effects) = match decision {
+            Decision::Approve => (
+                DeviceStatus::Active,
+                Effects::events(self.outbox(
+                    &told,
+                    EventType::DeviceActivated,
+                    &DeviceActivated {
+                        device_id: &device.id,
+                        phone: user.phone.as_str(),
+                        name: &device.name,
+                        platform: &device.platform,
+                        activated_by: "device",
+                        approved_by: Some(&by.device_id),
+                    },
+                )),
+            ),
+            Decision::Reject => (
+                DeviceStatus::Deregistered,
+                Effects::events(self.outbox(
+                    &told,
+                    EventType::DeviceDeregistered,
+                    &DeviceDeregistered {
+                        device_id: &device.id,
+                        phone: user.phone.as_str(),
+                        name: &device.name,
+                        platform: &device.platform,
+                    },
+                )),
+            ),
+        };
+        if let Some(audience) = &device.audience {
+            effects.extend(also(audience));
+        }
+        if !self
+            .devices
+            .set_status(
+                &device.id,
+                &[DeviceStatus::Pending],
+                to,
+                self.clock.now(),
+                &effects,
+            )
+            .await
+            .map_err(unavailable)?
+        {
+            return Err(TargetError::NotPending(
+                "The device was decided meanwhile".into(),
+            ));
+        }
+        Ok(to.as_str().to_owned())
+    }
+}

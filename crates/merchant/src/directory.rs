@@ -1,0 +1,103 @@
+//! Merchant data other domains need, answered through their ports: the names an approval
+//! shows, the secrets webhooks are signed with.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use idconsent_approval::{ApplicationDirectory, ApplicationNames, DirectoryError};
+use idconsent_kernel::id::ApplicationId;
+use idconsent_kernel::{Clock, SecretVault};
+use idconsent_webhook::{SigningSecrets, StoreError};
+
+use crate::ports::{ApplicationRepository, MerchantRepository};
+
+/// Which merchant and application an approval comes from.
+#[derive(Debug, Clone)]
+pub struct MerchantDirectory {
+    applications: Arc<dyn ApplicationRepository>,
+    merchants: Arc<dyn MerchantRepository>,
+}
+
+impl MerchantDirectory {
+    pub fn new(
+        applications: Arc<dyn ApplicationRepository>,
+        merchants: Arc<dyn MerchantRepository>,
+    ) -> Self {
+        Self {
+            applications,
+            merchants,
+        }
+    }
+}
+
+#[async_trait]
+impl ApplicationDirectory for MerchantDirectory {
+    async fn names(
+        &self,
+        application: &ApplicationId,
+    ) -> Result<Option<ApplicationNames>, DirectoryError> {
+        let failed = |error| DirectoryError(Box::new(error));
+        let Some(application) = self.applications.find(application).await.map_err(failed)? else {
+            return Ok(None);
+        };
+        let merchant = self
+            .merchants
+            .find(&application.merchant_id)
+            .await
+            .map_err(failed)?;
+        Ok(merchant.map(|merchant| ApplicationNames {
+            merchant: merchant.business_name,
+            application: application.name,
+        }))
+    }
+}
+
+/// The webhook secrets an application signs with: the current one, and the previous one for a
+/// day after a rotation.
+#[derive(Debug, Clone)]
+pub struct ApplicationSigningSecrets {
+    applications: Arc<dyn ApplicationRepository>,
+    vault: Arc<dyn SecretVault>,
+    clock: Arc<dyn Clock>,
+}
+
+impl ApplicationSigningSecrets {
+    pub fn new(
+        applications: Arc<dyn ApplicationRepository>,
+        vault: Arc<dyn SecretVault>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self {
+            applications,
+            vault,
+            clock,
+        }
+    }
+}
+
+#[async_trait]
+impl SigningSecrets for ApplicationSigningSecrets {
+    async fn for_application(
+        &self,
+        application: &ApplicationId,
+    ) -> Result<Vec<String>, StoreError> {
+        let application = self
+            .applications
+            .find(application)
+            .await
+            .map_err(|error| StoreError::Unavailable(Box::new(error)))?
+            .ok_or(StoreError::NotFound)?;
+        application
+            .signing_webhook_secrets(self.clock.now())
+            .into_iter()
+            .map(|sealed| {
+                let plain = self
+                    .vault
+                    .open(sealed)
+                    .map_err(|error| StoreError::Unavailable(Box::new(error)))?;
+                String::from_utf8(plain)
+                    .map_err(|_| StoreError::Unavailable("webhook secret is not text".into()))
+            })
+            .collect()
+    }
+}
