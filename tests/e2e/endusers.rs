@@ -400,8 +400,25 @@ async fn login_and_refresh_rotate_and_reuse_revokes_the_family(app: TestApp) {
         "unauthorized",
     )
     .await;
+    // The revoked family's access tokens stop at once, not at expiry (issue 12 §5).
+    for access_token in [&tokens["accessToken"], &second["accessToken"]] {
+        let stopped = user
+            .authorized(&app, Method::GET, "/v1/devices", access_token)
+            .send()
+            .await
+            .unwrap();
+        error(stopped, 401, "unauthorized").await;
+    }
     // A new sign-in starts a new family.
     let again = user.login(&app).await;
+    json(
+        user.authorized(&app, Method::GET, "/v1/devices", &again["accessToken"])
+            .send()
+            .await
+            .unwrap(),
+        200,
+    )
+    .await;
     json(
         user.post(
             &app,

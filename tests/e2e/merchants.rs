@@ -16,6 +16,8 @@ on_both_backends!(
     verification_codes_are_single_use_and_rate_limited,
     documents_are_checked_before_they_are_kept,
     sign_in_locks_out_after_repeated_failures,
+    concurrent_guesses_and_resends_get_no_more_than_sequential_ones,
+    the_signing_secret_rotates_with_a_day_of_overlap,
     the_operator_can_reject_and_the_merchant_can_resubmit,
     applications_validate_their_urls_and_types,
 );
@@ -959,12 +961,126 @@ async fn sign_in_locks_out_after_repeated_failures(app: TestApp) {
     let locked = login("correct horse battery staple").await.unwrap();
     assert!(locked.headers().get("retry-after").is_some());
     error(locked, 429, "rate_limited").await;
+    // Fifteen minutes later the member may sign in again.
+    app.advance(std::time::Duration::from_secs(15 * 60));
+    json(login("correct horse battery staple").await.unwrap(), 200).await;
     let forged = app
         .as_merchant(Method::GET, "/v1/merchants/me", "eyJhbGciOiJub25lIn0.e30.")
         .send()
         .await
         .unwrap();
     error(forged, 401, "unauthorized").await;
+}
+
+/// Issue 12 §1 and §4: twenty parallel requests get what twenty sequential ones would.
+async fn concurrent_guesses_and_resends_get_no_more_than_sequential_ones(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    // Twenty wrong passwords at once: ten are checked (401), ten find the lock (429).
+    let guesses = (0..20).map(|_| {
+        app.client
+            .post(app.url("/v1/merchants/login"))
+            .json(&json!({"email": merchant.email, "password": "wrong password!"}))
+            .send()
+    });
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    for guess in futures_util::future::join_all(guesses).await {
+        *statuses
+            .entry(guess.unwrap().status().as_u16())
+            .or_default() += 1;
+    }
+    assert_eq!(statuses, [(401, 10), (429, 10)].into(), "{statuses:?}");
+
+    // Twenty wrong phone codes at once: five are counted, the rest find the code spent, and the
+    // right code fails afterwards.
+    let code = app.last_message(&merchant.phone).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let wrong_code = if code == "111111" { "222222" } else { "111111" };
+    let guesses = (0..20).map(|_| {
+        app.as_merchant(Method::POST, "/v1/merchants/phone/verify", &merchant.token)
+            .json(&json!({"code": wrong_code}))
+            .send()
+    });
+    for guess in futures_util::future::join_all(guesses).await {
+        error(guess.unwrap(), 400, "bad_request").await;
+    }
+    let right = app
+        .as_merchant(Method::POST, "/v1/merchants/phone/verify", &merchant.token)
+        .json(&json!({"code": code}))
+        .send()
+        .await
+        .unwrap();
+    error(right, 400, "bad_request").await;
+
+    // A minute on, twenty resends at once send exactly one new code.
+    app.advance(std::time::Duration::from_secs(61));
+    let before = app.messages(&merchant.phone).await.len();
+    let resends = (0..20).map(|_| {
+        app.as_merchant(Method::POST, "/v1/merchants/phone/resend", &merchant.token)
+            .send()
+    });
+    let mut statuses = std::collections::BTreeMap::<u16, usize>::new();
+    for resend in futures_util::future::join_all(resends).await {
+        *statuses
+            .entry(resend.unwrap().status().as_u16())
+            .or_default() += 1;
+    }
+    assert_eq!(statuses.get(&429), Some(&19), "{statuses:?}");
+    assert_eq!(statuses.len(), 2, "{statuses:?}");
+    assert_eq!(app.messages(&merchant.phone).await.len(), before + 1);
+}
+
+/// Issue 12 §5: `rotate-secret` issues a new `sk_` secret; requests signed with the previous one
+/// are accepted for 24 hours, then refused. Owners and admins only.
+async fn the_signing_secret_rotates_with_a_day_of_overlap(app: TestApp) {
+    let owner = app.register_merchant().await;
+    let application = app.application(&owner).await;
+    let path = format!(
+        "/v1/merchants/applications/{}/rotate-secret",
+        application.id
+    );
+    let (_, developer, _) = member(&app, &owner, "developer").await;
+    let refused = app
+        .as_merchant(Method::POST, &path, &developer)
+        .send()
+        .await
+        .unwrap();
+    error(refused, 403, "forbidden").await;
+    let stranger = app.register_merchant().await;
+    let foreign = app
+        .as_merchant(Method::POST, &path, &stranger.token)
+        .send()
+        .await
+        .unwrap();
+    error(foreign, 404, "not_found").await;
+
+    let rotated = app
+        .as_merchant(Method::POST, &path, &owner.token)
+        .send()
+        .await
+        .unwrap();
+    let rotated = json(rotated, 200).await;
+    let secret = rotated["data"]["secret"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("sk_"), "{rotated}");
+    assert_ne!(secret, application.secret);
+    assert!(rotated["data"]["previousSecretExpiresAt"].is_string());
+
+    let status_with = |secret: String| {
+        let request = app.signed(
+            Method::GET,
+            "/v1/webhooks/deliveries",
+            &application.sandbox_key,
+            &secret,
+            b"",
+        );
+        async move { request.send().await.unwrap().status().as_u16() }
+    };
+    assert_eq!(status_with(secret.clone()).await, 200);
+    assert_eq!(status_with(application.secret.clone()).await, 200);
+    app.advance(std::time::Duration::from_secs(24 * 3600 + 1));
+    assert_eq!(status_with(secret.clone()).await, 200);
+    assert_eq!(status_with(application.secret.clone()).await, 401);
 }
 
 async fn the_operator_can_reject_and_the_merchant_can_resubmit(app: TestApp) {
@@ -1096,6 +1212,18 @@ async fn applications_validate_their_urls_and_types(app: TestApp) {
             "requestTypes[1]"
         ]
     );
+    // The application's name is shown on the wallet's approval prompt: no text-direction or
+    // zero-width characters (issue 12 §5).
+    for name in ["Shop\u{202E}kcab", "Sh\u{200D}op"] {
+        let spoofing = app
+            .as_merchant(Method::POST, "/v1/merchants/applications", &merchant.token)
+            .json(&json!({"name": name, "callbackUrl": "https://shop.example/hooks"}))
+            .send()
+            .await
+            .unwrap();
+        let spoofing = error(spoofing, 422, "validation_error").await;
+        assert_eq!(spoofing["details"][0]["field"], "name", "{spoofing}");
+    }
 
     let created = app
         .create_application(&merchant, &json!({"name": "Loopback", "callbackUrl": "https://shop.example/hooks", "redirectUris": ["http://localhost:3000/cb"], "requestTypes": ["OAUTH"]}))

@@ -21,6 +21,7 @@ on_both_backends!(
     twenty_concurrent_exchanges_yield_one_token,
     a_rejection_is_reported_without_a_code,
     signing_keys_are_shared_by_processes_and_rotate_without_a_restart,
+    the_sandbox_helper_shares_only_documented_test_identities,
 );
 
 const REDIRECT: &str = "https://shop.example/oauth/callback";
@@ -400,6 +401,18 @@ async fn bad_requests_are_refused(app: TestApp) {
         ),
         (with("codeChallenge", json!("short")), "codeChallenge"),
         (with("recipient", json!("555-1234")), "recipient"),
+        // Text-direction and zero-width characters could make the prompt lie (issue 12 §5).
+        (
+            with(
+                "description",
+                json!("Open an account \u{202E}tnuocca eht esolc"),
+            ),
+            "description",
+        ),
+        (
+            with("description", json!("Open an\u{200B}account")),
+            "description",
+        ),
     ] {
         let refused = error(
             post(&app, &application, "/v1/oauth/requests", &body).await,
@@ -635,4 +648,52 @@ async fn signing_keys_are_shared_by_processes_and_rotate_without_a_restart(app: 
     assert_eq!(userinfo_status(&app, &there, &token).await, 200);
     other.stop().await;
     app.stop().await;
+}
+
+/// Issue 12 §2: when the merchant decides through the sandbox helper, no real person's data
+/// leaves — an enrolled phone reads exactly like an unknown one, and the documented test
+/// identities carry their fixed claims.
+async fn the_sandbox_helper_shares_only_documented_test_identities(app: TestApp) {
+    let receiver = Receiver::start().await;
+    let application = setup(&app, &receiver).await;
+    let enrolled = AppUser::enrolled(&app).await;
+    let claims_after_sandbox_approval = |phone: String| {
+        let (app, application) = (&app, &application);
+        async move {
+            let (session, _) = request(app, application, &phone, json!({})).await;
+            sandbox_approve(app, application, &session).await;
+            status(app, application, &session).await["claims"].clone()
+        }
+    };
+    let unavailable = json!({
+        "value": null,
+        "verified": false,
+        "verificationStatus": "unavailable",
+    });
+    let for_enrolled = claims_after_sandbox_approval(enrolled.phone.clone()).await;
+    let for_unknown = claims_after_sandbox_approval("+14155550142".to_owned()).await;
+    assert_eq!(for_enrolled, for_unknown, "enrollment must not show");
+    for claims in [&for_enrolled, &for_unknown] {
+        for key in ["phone_number", "given_name"] {
+            let claim = &claims[key];
+            for (field, expected) in unavailable.as_object().unwrap() {
+                assert_eq!(&claim[field], expected, "{key}.{field}: {claims}");
+            }
+        }
+    }
+
+    let jane = claims_after_sandbox_approval("+15555550100".to_owned()).await;
+    assert_eq!(jane["phone_number"]["value"], "+15555550100");
+    assert_eq!(jane["given_name"]["value"], "Jane");
+    for key in ["phone_number", "given_name"] {
+        assert_eq!(jane[key]["verified"], true);
+        assert_eq!(jane[key]["verificationSource"], "sandbox");
+        assert_eq!(jane[key]["verifiedAt"], "2026-01-01T00:00:00.000Z");
+    }
+    let phone_only = claims_after_sandbox_approval("+15555550101".to_owned()).await;
+    assert_eq!(phone_only["phone_number"]["verified"], true);
+    assert_eq!(
+        phone_only["given_name"]["verificationStatus"],
+        "unavailable"
+    );
 }

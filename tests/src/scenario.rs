@@ -95,12 +95,20 @@ impl TestApp {
 
     /// The newest dev-mailbox message to an address.
     pub async fn last_message(&self, to: &str) -> Value {
+        self.messages(to)
+            .await
+            .pop()
+            .unwrap_or_else(|| panic!("no message to {to}"))
+    }
+
+    /// Every dev-mailbox message to an address, oldest first.
+    pub async fn messages(&self, to: &str) -> Vec<Value> {
         let to = to.replace('+', "%2B");
         let mailbox = json(self.get(&format!("/v1/dev/messages?to={to}")).await, 200).await;
         mailbox["data"]["messages"]
             .as_array()
-            .and_then(|messages| messages.last().cloned())
-            .unwrap_or_else(|| panic!("no message to {to}"))
+            .cloned()
+            .unwrap_or_default()
     }
 
     /// Confirms the email link and the phone code from the dev mailbox.

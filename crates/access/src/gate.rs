@@ -194,6 +194,7 @@ mod tests {
             secret: sealed(),
             webhook_secret: sealed(),
             previous_webhook_secret: None,
+            previous_secret: None,
             created_at: Timestamp::from_millis(0),
             updated_at: Timestamp::from_millis(0),
         };

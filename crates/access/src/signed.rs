@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use idconsent_kernel::{Clock, Environment, KeyedHash, SecretVault, Timestamp};
 
-use idconsent_merchant::model::Application;
+use idconsent_merchant::model::{Application, sealing};
 use idconsent_merchant::ports::{ApplicationRepository, RepositoryError};
 use idconsent_merchant::{API_KEY_HASH_PURPOSE, ApiKey};
 
@@ -64,7 +64,9 @@ pub struct Identified {
     timestamp: String,
     signature: String,
     timestamp_millis: i64,
-    secret: Vec<u8>,
+    /// The secrets that verify: the current one, and the previous one for a day after a
+    /// rotation.
+    secrets: Vec<Vec<u8>>,
 }
 
 impl fmt::Debug for Identified {
@@ -151,9 +153,12 @@ impl ApiAccess {
         if (now - timestamp_millis).abs() > window {
             return Err(Denied::StaleTimestamp.into());
         }
-        let secret = self
-            .vault
-            .open(&application.secret)
+        let binding = sealing::request_secret(&application.id);
+        let secrets = application
+            .request_secrets(self.clock.now())
+            .into_iter()
+            .map(|sealed| self.vault.open(sealed, binding))
+            .collect::<Result<Vec<_>, _>>()
             .map_err(|error| AccessError::Unavailable(Box::new(error)))?;
         Ok(Identified {
             caller: Caller {
@@ -164,7 +169,7 @@ impl ApiAccess {
             timestamp: timestamp.to_owned(),
             signature: signature.to_owned(),
             timestamp_millis,
-            secret,
+            secrets,
         })
     }
 
@@ -179,13 +184,16 @@ impl ApiAccess {
 
     /// Step two: the signature over the exact body bytes, then first use of that signature.
     pub async fn verify(&self, identified: Identified, body: &[u8]) -> Result<Caller, AccessError> {
-        if !self.signatures.verify(
-            &identified.secret,
-            &identified.api_key,
-            &identified.timestamp,
-            body,
-            &identified.signature,
-        ) {
+        let signed_with_a_current_secret = identified.secrets.iter().any(|secret| {
+            self.signatures.verify(
+                secret,
+                &identified.api_key,
+                &identified.timestamp,
+                body,
+                &identified.signature,
+            )
+        });
+        if !signed_with_a_current_secret {
             return Err(Denied::InvalidSignature.into());
         }
         // Remember the signature until its timestamp can no longer pass the window check.

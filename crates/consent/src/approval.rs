@@ -33,8 +33,19 @@ pub trait IntentExtension: Send + Sync + fmt::Debug {
         &self,
         session: Session,
         decision: Decision,
+        by: DecidedBy,
         also: Effects,
     ) -> Result<Session, ConsentError>;
+}
+
+/// Who decided a session. An extension that shares personal data must not share a real
+/// person's data when the merchant decided in the user's place.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// The recipient, with a passkey in the app.
+    Recipient,
+    /// The merchant itself, through a sandbox helper (`mk_test_` keys only).
+    SandboxHelper,
 }
 
 /// The [`ApprovalTarget`] of consent sessions.
@@ -76,7 +87,12 @@ impl ConsentApprovals {
         match self.extension(session.intent) {
             Some(extension) => {
                 extension
-                    .decide(session, decision, Effects::default())
+                    .decide(
+                        session,
+                        decision,
+                        DecidedBy::SandboxHelper,
+                        Effects::default(),
+                    )
                     .await
             }
             None => {
@@ -223,7 +239,11 @@ impl ApprovalTarget for ConsentApprovals {
             idconsent_approval::Decision::Reject => Decision::Reject,
         };
         let decided = match self.extension(session.intent) {
-            Some(extension) => extension.decide(session, decision, also).await,
+            Some(extension) => {
+                extension
+                    .decide(session, decision, DecidedBy::Recipient, also)
+                    .await
+            }
             None => self.consents.decide(session, decision, also).await,
         }
         .map_err(target_error)?;
@@ -351,6 +371,7 @@ mod tests {
             &self,
             _: Session,
             _: Decision,
+            _: DecidedBy,
             _: Effects,
         ) -> Result<Session, ConsentError> {
             unreachable!("describe only reads")

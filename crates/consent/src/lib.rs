@@ -10,7 +10,7 @@ mod service;
 #[cfg(feature = "contract")]
 pub mod contract;
 
-pub use approval::{ConsentApprovals, IntentExtension, audience_of};
+pub use approval::{ConsentApprovals, DecidedBy, IntentExtension, audience_of};
 pub use error::ConsentError;
 pub use model::{Decision, Session, SessionStatus, Transaction};
 pub use ports::{CreateRefused, FloodLimits, RecipientDirectory, SessionRepository, StoreError};

@@ -807,6 +807,15 @@ pub async fn a_refresh_token_rotates_once_and_reuse_revokes_the_family(stores: S
     let (_, _, device) = registered(&stores, None).await;
     let first = refresh(&device);
     stores.refresh_tokens.insert(&first).await.unwrap();
+    let revoked = |family| {
+        let stores = stores.clone();
+        async move { stores.refresh_tokens.family_revoked(&family).await.unwrap() }
+    };
+    assert!(!revoked(first.family.clone()).await);
+    assert!(
+        !revoked(ids().next()).await,
+        "an unknown family is not revoked"
+    );
 
     let successor = next("install-1");
     let Rotation::Rotated(second) = stores
@@ -830,6 +839,7 @@ pub async fn a_refresh_token_rotates_once_and_reuse_revokes_the_family(stores: S
         .await
         .unwrap();
     assert_eq!(reused, Rotation::Reused(first.family.clone()));
+    assert!(revoked(first.family.clone()).await);
     let after = stores
         .refresh_tokens
         .rotate(&second.hash, &next("install-1"), at(30))

@@ -213,7 +213,8 @@ pub struct NextToken {
 /// `next.installation`) is marked used and its successor stored in the same family, for the
 /// same user and device, and returned as `Rotated`; an already used one revokes every token of
 /// its family (`Reused`); anything else changes nothing (`Invalid`). Of concurrent rotations of
-/// one token exactly one gets `Rotated`.
+/// one token exactly one gets `Rotated`. `family_revoked` says whether a family was revoked
+/// (an unknown family is not).
 #[async_trait]
 pub trait RefreshTokenRepository: Send + Sync + fmt::Debug {
     async fn insert(&self, token: &RefreshToken) -> Result<(), StoreError>;
@@ -223,6 +224,7 @@ pub trait RefreshTokenRepository: Send + Sync + fmt::Debug {
         next: &NextToken,
         at: Timestamp,
     ) -> Result<Rotation, StoreError>;
+    async fn family_revoked(&self, family: &RefreshFamilyId) -> Result<bool, StoreError>;
 }
 
 /// A passkey ceremony failure. `Refused` is the user's (or an attacker's) fault and maps to 401;
@@ -312,6 +314,8 @@ pub trait PasskeyCeremony: Send + Sync + fmt::Debug {
 pub struct AccessClaims {
     pub user: EndUserId,
     pub device: DeviceId,
+    /// The refresh-token family of the sign-in: revoking the family stops the access token too.
+    pub family: RefreshFamilyId,
     /// The `X-Device-ID` the token was issued for.
     pub installation: String,
     pub issued_at: Timestamp,

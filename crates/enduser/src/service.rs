@@ -659,8 +659,9 @@ impl EndUserService {
         }
     }
 
-    /// Checks an app access token: signature, expiry, the `X-Device-ID` it was issued for and
-    /// that its device is still active.
+    /// Checks an app access token: signature, expiry, the `X-Device-ID` it was issued for,
+    /// that its device is still active and that its sign-in (refresh family) was not revoked —
+    /// a reused refresh token stops the access tokens of its family at once, not at expiry.
     pub async fn authorize(
         &self,
         access_token: &str,
@@ -676,6 +677,14 @@ impl EndUserService {
         }
         let device = self.ports.devices.find(&claims.device).await?;
         if !device.is_some_and(|d| d.status == DeviceStatus::Active && d.user_id == claims.user) {
+            return Err(INVALID_TOKEN);
+        }
+        if self
+            .ports
+            .refresh_tokens
+            .family_revoked(&claims.family)
+            .await?
+        {
             return Err(INVALID_TOKEN);
         }
         Ok(claims)
@@ -931,6 +940,7 @@ impl EndUserService {
             .issue(&AccessClaims {
                 user: record.user_id.clone(),
                 device: record.device_id.clone(),
+                family: record.family.clone(),
                 installation: record.installation.clone(),
                 issued_at: now,
                 expires_at: now.plus(self.settings.access_ttl),

@@ -5,7 +5,7 @@ use std::fmt;
 
 use idconsent_enduser::ports::{AccessClaims, AccessTokenError, AccessTokens};
 use idconsent_kernel::Timestamp;
-use idconsent_kernel::id::{DeviceId, EndUserId, TypedId};
+use idconsent_kernel::id::{DeviceId, EndUserId, RefreshFamilyId, TypedId};
 use josekit::jws::alg::hmac::{HmacJwsSigner, HmacJwsVerifier};
 use josekit::jws::{HS256, JwsHeader};
 use josekit::jwt::{self, JwtPayload};
@@ -44,9 +44,10 @@ impl AccessTokens for HmacAppTokens {
         let mut payload = JwtPayload::new();
         payload.set_issuer(ISSUER);
         payload.set_subject(claims.user.as_str());
-        let fields: [(&str, Value); 6] = [
+        let fields: [(&str, Value); 7] = [
             ("typ", APP_TYPE.into()),
             ("dev", claims.device.as_str().into()),
+            ("fam", claims.family.as_str().into()),
             ("xdi", claims.installation.clone().into()),
             ("iat", claims.issued_at.as_secs().into()),
             ("exp", claims.expires_at.as_secs().into()),
@@ -77,6 +78,9 @@ impl AccessTokens for HmacAppTokens {
             device: text("dev")
                 .and_then(|dev| DeviceId::parse(dev).ok())
                 .ok_or(AccessTokenError::Invalid)?,
+            family: text("fam")
+                .and_then(|fam| RefreshFamilyId::parse(fam).ok())
+                .ok_or(AccessTokenError::Invalid)?,
             installation: text("xdi").ok_or(AccessTokenError::Invalid)?.to_owned(),
             issued_at: number("iat")
                 .map(|secs| Timestamp::from_millis(secs.saturating_mul(1000)))
@@ -101,6 +105,7 @@ mod tests {
         AccessClaims {
             user: EndUserId::parse("eu_01JDKX9Q6N8V3T5R7W2Y4Z6B8C").unwrap(),
             device: DeviceId::parse("dev_01JDKX9Q6N8V3T5R7W2Y4Z6B8C").unwrap(),
+            family: RefreshFamilyId::parse("rtf_01JDKX9Q6N8V3T5R7W2Y4Z6B8C").unwrap(),
             installation: "phone-1".into(),
             issued_at: Timestamp::from_millis(1_763_719_200_000),
             expires_at: Timestamp::from_millis(1_763_720_100_000),

@@ -32,7 +32,7 @@ pub use page::{Page, PageRequest};
 pub use phone::PhoneNumber;
 pub use qr::{ErrorCorrection, QrError, QrFormat, QrOptions, QrRenderer};
 pub use random::{OsRandom, RandomSource, SeededRandom};
-pub use secrets::{KeyedHash, Sealed, SecretVault, VaultError, constant_time_eq};
+pub use secrets::{KeyedHash, Sealed, SealedFor, SecretVault, VaultError, constant_time_eq};
 pub use text::{DisplayText, TextError};
 pub use throttle::{Throttle, ThrottleError};
 pub use usage::{Charge, Metering, MeteringError, Metric, QuotaExceeded, Unmetered, UsagePeriod};

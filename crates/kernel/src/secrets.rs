@@ -23,13 +23,35 @@ impl fmt::Debug for Sealed {
     }
 }
 
+/// What a sealed value belongs to: a kind of secret (`application.request-secret`) and the id
+/// of its owner (`app_…`). The vault binds both into the ciphertext, so a value copied into
+/// another row — another application's secret column, another grant — fails to open there.
+///
+/// The kind is logical rather than a column name: a rotation moves the current secret into the
+/// "previous" column, and it must still open there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SealedFor<'a> {
+    pub kind: &'a str,
+    pub owner: &'a str,
+}
+
+impl<'a> SealedFor<'a> {
+    pub const fn new(kind: &'a str, owner: &'a str) -> Self {
+        Self { kind, owner }
+    }
+}
+
 /// Encrypts secrets that must be read back (API secrets, webhook secrets).
 ///
-/// Contract: `open(seal(x)) == x`; two seals of one plaintext differ; a sealed value that was
-/// altered, or sealed under another key, fails to open.
+/// Contract: `open(seal(x, b), b) == x`; two seals of one plaintext differ; a sealed value that
+/// was altered, sealed under another key or opened for another binding fails to open.
+/// `reseal` turns a value sealed in an older format (before bindings existed) into one bound to
+/// `binding` and returns `None` for a value that is already current; it fails like `open`.
 pub trait SecretVault: Send + Sync + fmt::Debug {
-    fn seal(&self, plaintext: &[u8]) -> Sealed;
-    fn open(&self, sealed: &Sealed) -> Result<Vec<u8>, VaultError>;
+    fn seal(&self, plaintext: &[u8], binding: SealedFor<'_>) -> Sealed;
+    fn open(&self, sealed: &Sealed, binding: SealedFor<'_>) -> Result<Vec<u8>, VaultError>;
+    fn reseal(&self, sealed: &Sealed, binding: SealedFor<'_>)
+    -> Result<Option<Sealed>, VaultError>;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]

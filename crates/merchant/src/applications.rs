@@ -7,7 +7,7 @@ use idconsent_kernel::{
 
 use crate::credentials::{ApiKey, generate_secret, generate_webhook_secret};
 use crate::error::MerchantError;
-use crate::model::{Application, KeyRecord, MerchantStatus, Permission, RequestTypes};
+use crate::model::{Application, KeyRecord, MerchantStatus, Permission, RequestTypes, sealing};
 use crate::ports::{NewKey, RepositoryError, conflicts};
 use crate::service::{Actor, MerchantService, required_text};
 
@@ -45,6 +45,13 @@ pub struct RotatedKey {
     pub environment: Environment,
     pub api_key: ApiKey,
     pub generated_at: Timestamp,
+}
+
+/// A rotated request-signing secret and when the previous one stops verifying.
+#[derive(Debug, Clone)]
+pub struct RotatedSecret {
+    pub secret: String,
+    pub previous_expires_at: Timestamp,
 }
 
 /// A rotated webhook secret and when the previous one stops signing.
@@ -109,19 +116,27 @@ impl MerchantService {
         let live_key = live.then(|| ApiKey::generate(Environment::Live, random));
         let secret = generate_secret(random);
         let webhook_secret = generate_webhook_secret(random);
+        let id = self.ports.ids.next::<ApplicationId>();
         let application = Application {
-            id: self.ports.ids.next::<ApplicationId>(),
             merchant_id: merchant.id.clone(),
             client_id: self.ports.ids.next::<ClientId>(),
             name,
             callback_url,
             redirect_uris,
             request_types,
-            sandbox_key: self.key_record(&sandbox_key, now),
-            live_key: live_key.as_ref().map(|key| self.key_record(key, now)),
-            secret: self.ports.vault.seal(secret.as_bytes()),
-            webhook_secret: self.ports.vault.seal(webhook_secret.as_bytes()),
+            sandbox_key: self.key_record(&id, &sandbox_key, now),
+            live_key: live_key.as_ref().map(|key| self.key_record(&id, key, now)),
+            secret: self
+                .ports
+                .vault
+                .seal(secret.as_bytes(), sealing::request_secret(&id)),
+            webhook_secret: self
+                .ports
+                .vault
+                .seal(webhook_secret.as_bytes(), sealing::webhook_secret(&id)),
+            id,
             previous_webhook_secret: None,
+            previous_secret: None,
             created_at: now,
             updated_at: now,
         };
@@ -243,7 +258,10 @@ impl MerchantService {
         let key = NewKey {
             environment,
             hash: self.key_hash(&api_key),
-            sealed: self.ports.vault.seal(api_key.as_str().as_bytes()),
+            sealed: self.ports.vault.seal(
+                api_key.as_str().as_bytes(),
+                sealing::api_key(&application.id, environment),
+            ),
             generated_at: now,
         };
         match self
@@ -278,16 +296,42 @@ impl MerchantService {
         let now = self.now();
         let secret = generate_webhook_secret(self.ports.random.as_ref());
         let previous_expires_at = now.plus(self.settings.webhook_secret_overlap);
+        let sealed = self
+            .ports
+            .vault
+            .seal(secret.as_bytes(), sealing::webhook_secret(&application.id));
         self.ports
             .applications
-            .rotate_webhook_secret(
-                &application.id,
-                &self.ports.vault.seal(secret.as_bytes()),
-                previous_expires_at,
-                now,
-            )
+            .rotate_webhook_secret(&application.id, &sealed, previous_expires_at, now)
             .await?;
         Ok(RotatedWebhookSecret {
+            secret,
+            previous_expires_at,
+        })
+    }
+
+    /// Replaces the `sk_` request-signing secret (owner, admin); requests signed with the
+    /// previous one are still accepted for 24 hours, so integrations can switch without
+    /// downtime.
+    pub async fn rotate_secret(
+        &self,
+        actor: &Actor,
+        id: &str,
+    ) -> Result<RotatedSecret, MerchantError> {
+        actor.require(Permission::RotateSigningSecret)?;
+        let application = self.own_application(actor, id).await?;
+        let now = self.now();
+        let secret = generate_secret(self.ports.random.as_ref());
+        let previous_expires_at = now.plus(self.settings.webhook_secret_overlap);
+        let sealed = self
+            .ports
+            .vault
+            .seal(secret.as_bytes(), sealing::request_secret(&application.id));
+        self.ports
+            .applications
+            .rotate_secret(&application.id, &sealed, previous_expires_at, now)
+            .await?;
+        Ok(RotatedSecret {
             secret,
             previous_expires_at,
         })
@@ -305,11 +349,15 @@ impl MerchantService {
     }
 
     pub(crate) fn view(&self, application: Application) -> Result<ApplicationView, MerchantError> {
-        let sandbox_api_key = self.open_key(&application.sandbox_key)?;
+        let sandbox_api_key = self.open_key(
+            &application.id,
+            Environment::Sandbox,
+            &application.sandbox_key,
+        )?;
         let live_api_key = application
             .live_key
             .as_ref()
-            .map(|record| self.open_key(record))
+            .map(|record| self.open_key(&application.id, Environment::Live, record))
             .transpose()?;
         Ok(ApplicationView {
             application,
@@ -318,11 +366,16 @@ impl MerchantService {
         })
     }
 
-    fn open_key(&self, record: &KeyRecord) -> Result<ApiKey, MerchantError> {
+    fn open_key(
+        &self,
+        application: &ApplicationId,
+        environment: Environment,
+        record: &KeyRecord,
+    ) -> Result<ApiKey, MerchantError> {
         let plain = self
             .ports
             .vault
-            .open(&record.sealed)
+            .open(&record.sealed, sealing::api_key(application, environment))
             .map_err(MerchantError::unavailable)?;
         let text = String::from_utf8(plain)
             .map_err(|_| MerchantError::Unavailable("stored API key is not text".into()))?;
@@ -331,9 +384,12 @@ impl MerchantService {
             .map_err(MerchantError::unavailable)
     }
 
-    pub(crate) fn key_record(&self, key: &ApiKey, at: Timestamp) -> KeyRecord {
+    fn key_record(&self, application: &ApplicationId, key: &ApiKey, at: Timestamp) -> KeyRecord {
         KeyRecord {
-            sealed: self.ports.vault.seal(key.as_str().as_bytes()),
+            sealed: self.ports.vault.seal(
+                key.as_str().as_bytes(),
+                sealing::api_key(application, key.environment()),
+            ),
             generated_at: at,
         }
     }
@@ -344,12 +400,19 @@ impl MerchantService {
             .hex(API_KEY_HASH_PURPOSE, key.as_str().as_bytes())
     }
 
-    pub(crate) fn new_live_key(&self, at: Timestamp) -> (ApiKey, NewKey) {
+    pub(crate) fn new_live_key(
+        &self,
+        application: &ApplicationId,
+        at: Timestamp,
+    ) -> (ApiKey, NewKey) {
         let api_key = ApiKey::generate(Environment::Live, self.ports.random.as_ref());
         let key = NewKey {
             environment: Environment::Live,
             hash: self.key_hash(&api_key),
-            sealed: self.ports.vault.seal(api_key.as_str().as_bytes()),
+            sealed: self.ports.vault.seal(
+                api_key.as_str().as_bytes(),
+                sealing::api_key(application, Environment::Live),
+            ),
             generated_at: at,
         };
         (api_key, key)

@@ -26,6 +26,7 @@ use idconsent_kernel::{
     PhoneNumber, RandomSource, Sealed, SystemClock, Timestamp, UlidGenerator, WebUrl,
 };
 
+use crate::login::{LoginAdmission, LoginPolicy};
 use crate::model::{
     Application, BusinessProfile, Document, DocumentFormat, DocumentStatus, DocumentType,
     IdentityType, KeyRecord, Merchant, MerchantStatus, MerchantUser, RegistryStatus, RequestTypes,
@@ -87,11 +88,16 @@ macro_rules! merchant_store_contract {
             removal_marks_members_removed_but_keeps_the_last_owner,
             removing_a_member_of_another_merchant_is_not_found,
             concurrent_removals_never_remove_the_last_owner,
-            failed_logins_are_counted_locked_and_cleared,
+            login_attempts_are_taken_locked_and_cleared,
+            concurrent_login_attempts_get_no_more_tries_than_sequential_ones,
+            a_login_attempt_for_an_unknown_member_is_not_found,
             // CodeRepository
             put_replaces_the_code_of_the_same_purpose_and_subject,
             codes_are_found_whatever_their_expiry,
-            spending_attempts_counts_down_to_zero_and_not_below,
+            taking_attempts_counts_down_to_zero_and_not_below,
+            concurrent_attempts_take_no_more_than_are_left,
+            a_replacement_waits_for_the_cutoff,
+            of_concurrent_replacements_exactly_one_stores,
             consuming_deletes_the_code_once,
             of_concurrent_consumers_exactly_one_wins,
             // ApplicationRepository
@@ -103,6 +109,7 @@ macro_rules! merchant_store_contract {
             rotating_a_key_replaces_it_and_the_old_hash_stops_matching,
             rotating_live_without_a_live_key_is_a_conflict,
             rotating_the_webhook_secret_keeps_the_previous_one_signing,
+            rotating_the_request_secret_keeps_the_previous_one_verifying,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -294,6 +301,7 @@ fn application(merchant: &MerchantId, live: bool, created_at: Timestamp) -> NewA
             secret: sealed("secret"),
             webhook_secret: sealed("webhook"),
             previous_webhook_secret: None,
+            previous_secret: None,
             created_at,
             updated_at: created_at,
         },
@@ -1093,21 +1101,80 @@ pub async fn concurrent_removals_never_remove_the_last_owner(stores: MerchantSto
     }
 }
 
-pub async fn failed_logins_are_counted_locked_and_cleared(stores: MerchantStores) {
+const LOGIN_POLICY: LoginPolicy = LoginPolicy {
+    max_attempts: 3,
+    lockout: std::time::Duration::from_secs(900),
+};
+
+async fn take_login(stores: &MerchantStores, id: &MerchantUserId, now: Timestamp) -> bool {
+    match stores
+        .team
+        .take_login_attempt(id, LOGIN_POLICY, now)
+        .await
+        .unwrap()
+    {
+        LoginAdmission::Admitted { .. } => true,
+        LoginAdmission::Refused { until } => {
+            assert!(until > now, "refused until {until:?} at {now:?}");
+            false
+        }
+    }
+}
+
+pub async fn login_attempts_are_taken_locked_and_cleared(stores: MerchantStores) {
     let (_, owner) = stored_merchant(&stores, MerchantStatus::Onboarding, T0).await;
-    assert_eq!(stores.team.count_failed_login(&owner.id).await.unwrap(), 1);
-    assert_eq!(stores.team.count_failed_login(&owner.id).await.unwrap(), 2);
-    stores.team.lock(&owner.id, at(900_000)).await.unwrap();
+    for taken in 1..=3 {
+        assert!(take_login(&stores, &owner.id, at(taken)).await);
+    }
     let locked = stores.team.find(&owner.id).await.unwrap().unwrap();
     assert_eq!(
         (locked.failed_logins, locked.locked_until),
-        (2, Some(at(900_000)))
+        (3, Some(at(3 + 900_000)))
     );
+    // Refused while locked, and the refusal changes nothing.
+    assert!(!take_login(&stores, &owner.id, at(10)).await);
+    let still = stores.team.find(&owner.id).await.unwrap().unwrap();
+    assert_eq!(
+        (still.failed_logins, still.locked_until),
+        (3, locked.locked_until)
+    );
+    // After the lock-out a fresh count starts.
+    assert!(take_login(&stores, &owner.id, at(3 + 900_000)).await);
+    let fresh = stores.team.find(&owner.id).await.unwrap().unwrap();
+    assert_eq!((fresh.failed_logins, fresh.locked_until), (1, None));
 
     stores.team.clear_failed_logins(&owner.id).await.unwrap();
     let cleared = stores.team.find(&owner.id).await.unwrap().unwrap();
     assert_eq!((cleared.failed_logins, cleared.locked_until), (0, None));
-    assert_eq!(stores.team.count_failed_login(&owner.id).await.unwrap(), 1);
+}
+
+pub async fn concurrent_login_attempts_get_no_more_tries_than_sequential_ones(
+    stores: MerchantStores,
+) {
+    let (_, owner) = stored_merchant(&stores, MerchantStatus::Onboarding, T0).await;
+    let attempts = (0..20).map(|_| {
+        let stores = stores.clone();
+        let id = owner.id.clone();
+        async move { take_login(&stores, &id, at(1)).await }
+    });
+    let admitted = join_all(attempts).await;
+    assert_eq!(
+        admitted.iter().filter(|admitted| **admitted).count(),
+        LOGIN_POLICY.max_attempts as usize,
+        "{admitted:?}"
+    );
+}
+
+pub async fn a_login_attempt_for_an_unknown_member_is_not_found(stores: MerchantStores) {
+    let unknown = ids().next::<MerchantUserId>();
+    let result = stores
+        .team
+        .take_login_attempt(&unknown, LOGIN_POLICY, T0)
+        .await;
+    assert!(
+        matches!(result, Err(RepositoryError::NotFound)),
+        "{result:?}"
+    );
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1214,40 +1281,128 @@ pub async fn codes_are_found_whatever_their_expiry(stores: MerchantStores) {
     );
 }
 
-pub async fn spending_attempts_counts_down_to_zero_and_not_below(stores: MerchantStores) {
+async fn attempts_left(stores: &MerchantStores, subject: &str) -> u32 {
+    stores
+        .codes
+        .find(CodePurpose::PhoneVerification, subject)
+        .await
+        .unwrap()
+        .map_or(0, |code| code.attempts_left)
+}
+
+pub async fn taking_attempts_counts_down_to_zero_and_not_below(stores: MerchantStores) {
+    let subject = ids().next::<MerchantId>().into_string();
+    let stored = code(CodePurpose::PhoneVerification, &subject, 2);
+    stores.codes.put(&stored).await.unwrap();
+    for expected in [Some(1), Some(0), None] {
+        let taken = stores
+            .codes
+            .take_attempt(CodePurpose::PhoneVerification, &subject, T0)
+            .await
+            .unwrap();
+        assert_eq!(taken.as_ref().map(|code| code.attempts_left), expected);
+        if let Some(taken) = taken {
+            assert_eq!(taken.code_hash, stored.code_hash);
+        }
+    }
+    assert_eq!(attempts_left(&stores, &subject).await, 0);
+    // No code, and an expired code, give no attempt.
+    let missing = stores
+        .codes
+        .take_attempt(CodePurpose::EmailVerification, &subject, T0)
+        .await
+        .unwrap();
+    assert_eq!(missing, None);
+    let other = ids().next::<MerchantId>().into_string();
+    stores
+        .codes
+        .put(&code(CodePurpose::PhoneVerification, &other, 5))
+        .await
+        .unwrap();
+    let expired = stores
+        .codes
+        .take_attempt(CodePurpose::PhoneVerification, &other, at(600_000))
+        .await
+        .unwrap();
+    assert_eq!(expired, None);
+    assert_eq!(attempts_left(&stores, &other).await, 5);
+}
+
+pub async fn concurrent_attempts_take_no_more_than_are_left(stores: MerchantStores) {
     let subject = ids().next::<MerchantId>().into_string();
     stores
         .codes
-        .put(&code(CodePurpose::PhoneVerification, &subject, 2))
+        .put(&code(CodePurpose::PhoneVerification, &subject, 5))
         .await
         .unwrap();
-    for expected in [1, 0, 0] {
-        assert_eq!(
-            stores
-                .codes
-                .spend_attempt(CodePurpose::PhoneVerification, &subject)
+    let takers = (0..20).map(|_| {
+        let codes = stores.codes.clone();
+        let subject = subject.clone();
+        async move {
+            codes
+                .take_attempt(CodePurpose::PhoneVerification, &subject, T0)
                 .await
-                .unwrap(),
-            expected
-        );
-    }
-    assert_eq!(
+                .unwrap()
+                .is_some()
+        }
+    });
+    let taken = join_all(takers).await;
+    assert_eq!(taken.iter().filter(|taken| **taken).count(), 5, "{taken:?}");
+    assert_eq!(attempts_left(&stores, &subject).await, 0);
+}
+
+pub async fn a_replacement_waits_for_the_cutoff(stores: MerchantStores) {
+    let subject = ids().next::<MerchantId>().into_string();
+    let first = code(CodePurpose::PhoneVerification, &subject, 5);
+    // No code yet: stored whatever the cutoff.
+    assert!(
         stores
             .codes
-            .find(CodePurpose::PhoneVerification, &subject)
+            .put_unless_newer(&first, at(-1_000_000))
             .await
             .unwrap()
-            .unwrap()
-            .attempts_left,
-        0
     );
-    let missing = stores
-        .codes
-        .spend_attempt(CodePurpose::EmailVerification, &subject)
-        .await;
+    let second = OneTimeCode {
+        created_at: at(30_000),
+        ..code(CodePurpose::PhoneVerification, &subject, 5)
+    };
+    // The first code (created at T0) is newer than the cutoff: refused, nothing changes.
     assert!(
-        matches!(missing, Err(RepositoryError::NotFound)),
-        "{missing:?}"
+        !stores
+            .codes
+            .put_unless_newer(&second, at(-1))
+            .await
+            .unwrap()
+    );
+    let current = stores.codes.find(CodePurpose::PhoneVerification, &subject);
+    assert_eq!(current.await.unwrap(), Some(first));
+    // At the cutoff it is old enough.
+    assert!(stores.codes.put_unless_newer(&second, T0).await.unwrap());
+    let current = stores.codes.find(CodePurpose::PhoneVerification, &subject);
+    assert_eq!(current.await.unwrap(), Some(second));
+}
+
+pub async fn of_concurrent_replacements_exactly_one_stores(stores: MerchantStores) {
+    let subject = ids().next::<MerchantId>().into_string();
+    stores
+        .codes
+        .put(&code(CodePurpose::PhoneVerification, &subject, 5))
+        .await
+        .unwrap();
+    // Twenty resends a minute later, each allowed to replace a code from T0 or before.
+    let resends = (0..20).map(|_| {
+        let codes = stores.codes.clone();
+        let replacement = OneTimeCode {
+            created_at: at(60_000),
+            ..code(CodePurpose::PhoneVerification, &subject, 5)
+        };
+        async move { codes.put_unless_newer(&replacement, T0).await.unwrap() }
+    });
+    let stored = join_all(resends).await;
+    assert_eq!(
+        stored.iter().filter(|stored| **stored).count(),
+        1,
+        "{stored:?}"
     );
 }
 
@@ -1704,5 +1859,57 @@ pub async fn rotating_the_webhook_secret_keeps_the_previous_one_signing(stores: 
             sealed: first,
             expires_at: at(86_400_200),
         })
+    );
+}
+
+pub async fn rotating_the_request_secret_keeps_the_previous_one_verifying(stores: MerchantStores) {
+    let (merchant, _) = stored_merchant(&stores, MerchantStatus::Onboarding, T0).await;
+    let new = stored_application(&stores, &merchant, at(10)).await;
+    let original = new.application;
+    assert_eq!(original.previous_secret, None);
+
+    let first = sealed("sk-1");
+    stores
+        .applications
+        .rotate_secret(&original.id, &first, at(86_400_100), at(100))
+        .await
+        .unwrap();
+    let rotated = stores
+        .applications
+        .find(&original.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(rotated.secret, first);
+    assert_eq!(
+        rotated.previous_secret,
+        Some(RetiringSecret {
+            sealed: original.secret.clone(),
+            expires_at: at(86_400_100),
+        })
+    );
+    assert_eq!(rotated.webhook_secret, original.webhook_secret);
+    assert_eq!(
+        rotated.request_secrets(at(86_400_099)),
+        [&first, &original.secret]
+    );
+    assert_eq!(rotated.request_secrets(at(86_400_100)), [&first]);
+    // The key lookup of signed requests sees the same secrets.
+    let by_key = stores
+        .applications
+        .find_by_key_hash(&new.sandbox_hash)
+        .await
+        .unwrap()
+        .unwrap()
+        .0;
+    assert_eq!(by_key.previous_secret, rotated.previous_secret);
+
+    let unknown = stores
+        .applications
+        .rotate_secret(&ids().next(), &sealed("sk-2"), at(1), at(1))
+        .await;
+    assert!(
+        matches!(unknown, Err(RepositoryError::NotFound)),
+        "{unknown:?}"
     );
 }

@@ -43,6 +43,15 @@ impl ApiKey {
         Self(key)
     }
 
+    /// The environment the key's prefix names.
+    pub fn environment(&self) -> Environment {
+        if self.0.starts_with(Self::prefix(Environment::Live)) {
+            Environment::Live
+        } else {
+            Environment::Sandbox
+        }
+    }
+
     /// Checks prefix, length, alphabet and checksum; returns the key and its environment.
     pub fn parse(text: &str) -> Result<(Self, Environment), MalformedApiKey> {
         let environment = Environment::ALL

@@ -9,6 +9,7 @@ use idconsent_kernel::id::ApplicationId;
 use idconsent_kernel::{Clock, SecretVault};
 use idconsent_webhook::{SigningSecrets, StoreError};
 
+use crate::model::sealing;
 use crate::ports::{ApplicationRepository, MerchantRepository};
 
 /// Which merchant and application an approval comes from.
@@ -87,13 +88,14 @@ impl SigningSecrets for ApplicationSigningSecrets {
             .await
             .map_err(|error| StoreError::Unavailable(Box::new(error)))?
             .ok_or(StoreError::NotFound)?;
+        let binding = sealing::webhook_secret(&application.id);
         application
             .signing_webhook_secrets(self.clock.now())
             .into_iter()
             .map(|sealed| {
                 let plain = self
                     .vault
-                    .open(sealed)
+                    .open(sealed, binding)
                     .map_err(|error| StoreError::Unavailable(Box::new(error)))?;
                 String::from_utf8(plain)
                     .map_err(|_| StoreError::Unavailable("webhook secret is not text".into()))

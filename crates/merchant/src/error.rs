@@ -1,7 +1,7 @@
 use idconsent_kernel::{ErrorCategory, ValidationErrors};
 
 use crate::golive::Requirement;
-use crate::ports::RepositoryError;
+use crate::ports::{PasswordError, RepositoryError};
 
 /// Why a merchant operation failed, in the words a client needs.
 #[derive(Debug, thiserror::Error)]
@@ -26,6 +26,8 @@ pub enum MerchantError {
     InvalidCredentials,
     #[error("Too many failed sign-ins; try again later")]
     LockedOut { retry_after_secs: u64 },
+    #[error("Too many sign-ins at once; try again shortly")]
+    Busy { retry_after_secs: u64 },
     #[error("Invalid or expired session token")]
     InvalidSession,
     #[error("The account does not meet the go-live requirements")]
@@ -43,9 +45,9 @@ impl MerchantError {
             MerchantError::EmailTaken | MerchantError::Conflict(_) => ErrorCategory::Conflict,
             MerchantError::NotFound(_) => ErrorCategory::NotFound,
             MerchantError::Forbidden(_) => ErrorCategory::Forbidden,
-            MerchantError::TooSoon { .. } | MerchantError::LockedOut { .. } => {
-                ErrorCategory::RateLimited
-            }
+            MerchantError::TooSoon { .. }
+            | MerchantError::LockedOut { .. }
+            | MerchantError::Busy { .. } => ErrorCategory::RateLimited,
             MerchantError::InvalidCode | MerchantError::InvalidLink => ErrorCategory::BadRequest,
             MerchantError::InvalidCredentials | MerchantError::InvalidSession => {
                 ErrorCategory::Unauthorized
@@ -73,6 +75,15 @@ impl From<RepositoryError> for MerchantError {
             RepositoryError::NotFound => MerchantError::NotFound("Resource"),
             RepositoryError::Conflict(rule) => MerchantError::Conflict(capitalise(rule)),
             RepositoryError::Unavailable(source) => MerchantError::Unavailable(source),
+        }
+    }
+}
+
+impl From<PasswordError> for MerchantError {
+    fn from(error: PasswordError) -> Self {
+        match error {
+            PasswordError::Busy { retry_after_secs } => MerchantError::Busy { retry_after_secs },
+            failed @ PasswordError::Failed(_) => MerchantError::unavailable(failed),
         }
     }
 }

@@ -5,6 +5,7 @@ pub mod credentials;
 mod directory;
 mod error;
 pub mod golive;
+pub mod login;
 pub mod model;
 mod onboarding;
 mod operator;
@@ -19,7 +20,7 @@ pub mod registry_contract;
 
 pub use applications::{
     API_KEY_HASH_PURPOSE, ApplicationInput, ApplicationView, CreatedApplication, RotatedKey,
-    RotatedWebhookSecret,
+    RotatedSecret, RotatedWebhookSecret,
 };
 pub use credentials::ApiKey;
 pub use directory::{ApplicationSigningSecrets, MerchantDirectory};

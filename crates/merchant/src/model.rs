@@ -28,6 +28,8 @@ pub enum Permission {
     ManageApplications,
     /// Rotate API keys and webhook secrets.
     RotateCredentials,
+    /// Rotate the `sk_` request-signing secret (it signs every API call of the application).
+    RotateSigningSecret,
 }
 
 impl Role {
@@ -48,7 +50,9 @@ impl Role {
 
     pub fn may(self, permission: Permission) -> bool {
         match permission {
-            Permission::ManageAccount | Permission::ManageTeam => {
+            Permission::ManageAccount
+            | Permission::ManageTeam
+            | Permission::RotateSigningSecret => {
                 matches!(self, Role::Owner | Role::Admin)
             }
             Permission::ManageApplications | Permission::RotateCredentials => {
@@ -402,6 +406,35 @@ pub struct KeyRecord {
     pub generated_at: Timestamp,
 }
 
+/// What each sealed credential of an application is bound to (`SealedFor`, ADR 0026): the
+/// application's id and the kind of secret. The kinds are logical, so a rotated secret moved to
+/// its "previous" column still opens.
+pub mod sealing {
+    use idconsent_kernel::id::ApplicationId;
+    use idconsent_kernel::{Environment, SealedFor};
+
+    pub const REQUEST_SECRET: &str = "application.request-secret";
+    pub const WEBHOOK_SECRET: &str = "application.webhook-secret";
+    pub const SANDBOX_API_KEY: &str = "application.api-key.sandbox";
+    pub const LIVE_API_KEY: &str = "application.api-key.live";
+
+    pub fn request_secret(application: &ApplicationId) -> SealedFor<'_> {
+        SealedFor::new(REQUEST_SECRET, application.as_str())
+    }
+
+    pub fn webhook_secret(application: &ApplicationId) -> SealedFor<'_> {
+        SealedFor::new(WEBHOOK_SECRET, application.as_str())
+    }
+
+    pub fn api_key(application: &ApplicationId, environment: Environment) -> SealedFor<'_> {
+        let kind = match environment {
+            Environment::Sandbox => SANDBOX_API_KEY,
+            Environment::Live => LIVE_API_KEY,
+        };
+        SealedFor::new(kind, application.as_str())
+    }
+}
+
 /// A webhook secret that still signs after rotation, until `expires_at`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RetiringSecret {
@@ -421,8 +454,10 @@ pub struct Application {
     pub request_types: RequestTypes,
     pub sandbox_key: KeyRecord,
     pub live_key: Option<KeyRecord>,
-    /// The HMAC secret for signed requests, shared by both environments; never changes.
+    /// The HMAC secret for signed requests, shared by both environments.
     pub secret: Sealed,
+    /// The secret before the last rotation, still accepted until it expires.
+    pub previous_secret: Option<RetiringSecret>,
     pub webhook_secret: Sealed,
     pub previous_webhook_secret: Option<RetiringSecret>,
     pub created_at: Timestamp,
@@ -444,6 +479,18 @@ impl Application {
             Environment::Sandbox => Some(&self.sandbox_key),
             Environment::Live => self.live_key.as_ref(),
         }
+    }
+
+    /// Request-signing secrets that currently verify: the current one, and the previous one
+    /// until it expires.
+    pub fn request_secrets(&self, now: Timestamp) -> Vec<&Sealed> {
+        let mut secrets = vec![&self.secret];
+        if let Some(previous) = &self.previous_secret
+            && previous.expires_at > now
+        {
+            secrets.push(&previous.sealed);
+        }
+        secrets
     }
 
     /// Webhook secrets that currently sign: the current one, and the previous one until it

@@ -8,6 +8,7 @@ use idconsent_notification::{Address, NewMessage};
 use crate::credentials::generate_link_token;
 use crate::error::MerchantError;
 use crate::golive::{self, Requirement};
+use crate::login::LoginAdmission;
 use crate::model::{
     BusinessProfile, Document, DocumentFormat, DocumentStatus, DocumentType, IdentityType,
     Merchant, MerchantStatus, MerchantUser, Permission, RegistryStatus, Role, UserStatus,
@@ -127,12 +128,7 @@ impl MerchantService {
         if self.ports.team.find_by_email(&email).await?.is_some() {
             return Err(MerchantError::EmailTaken);
         }
-        let password_hash = self
-            .ports
-            .passwords
-            .hash(&password)
-            .await
-            .map_err(MerchantError::unavailable)?;
+        let password_hash = self.ports.passwords.hash(&password).await?;
         let now = self.now();
         let mut profile = BusinessProfile {
             registered_name: business_name.clone(),
@@ -183,8 +179,8 @@ impl MerchantService {
             Err(RepositoryError::Duplicate) => return Err(MerchantError::EmailTaken),
             other => other?,
         }
-        self.send_email_link(&merchant).await?;
-        self.send_phone_code(&merchant).await?;
+        self.send_email_link(&merchant, Resend::Always).await?;
+        self.send_phone_code(&merchant, Resend::Always).await?;
         let session = self.issue_session(&owner)?;
         Ok(Registered {
             merchant,
@@ -231,9 +227,7 @@ impl MerchantService {
                 "The email is already verified".into(),
             ));
         }
-        self.check_resend_interval(CodePurpose::EmailVerification, merchant.id.as_str())
-            .await?;
-        self.send_email_link(&merchant).await
+        self.send_email_link(&merchant, Resend::AfterCoolDown).await
     }
 
     /// Checks the SMS code: 10 minutes, 5 wrong guesses, single use.
@@ -246,22 +240,19 @@ impl MerchantService {
             ));
         }
         let subject = merchant.id.as_str();
+        // The guess is counted before it is compared, atomically: parallel guesses get no more
+        // tries than sequential ones.
         let stored = self
             .ports
             .codes
-            .find(CodePurpose::PhoneVerification, subject)
+            .take_attempt(CodePurpose::PhoneVerification, subject, self.now())
             .await?
-            .filter(|stored| stored.expires_at > self.now() && stored.attempts_left > 0)
             .ok_or(MerchantError::InvalidCode)?;
         let presented = self.ports.hasher.hex(
             CodePurpose::PhoneVerification.as_str(),
             code.trim().as_bytes(),
         );
         if presented != stored.code_hash {
-            self.ports
-                .codes
-                .spend_attempt(CodePurpose::PhoneVerification, subject)
-                .await?;
             return Err(MerchantError::InvalidCode);
         }
         if !self
@@ -288,9 +279,7 @@ impl MerchantService {
                 "The phone number is already verified".into(),
             ));
         }
-        self.check_resend_interval(CodePurpose::PhoneVerification, merchant.id.as_str())
-            .await?;
-        self.send_phone_code(&merchant).await
+        self.send_phone_code(&merchant, Resend::AfterCoolDown).await
     }
 
     /// Signs a member in. Ten failures in a row lock the member out for 15 minutes; an
@@ -300,35 +289,33 @@ impl MerchantService {
             Ok(email) => self.ports.team.find_by_email(&email).await?,
             Err(_) => None,
         }) else {
-            self.ports.passwords.verify_dummy(password).await;
+            self.ports.passwords.verify_dummy(password).await?;
             return Err(MerchantError::InvalidCredentials);
         };
         let now = self.now();
-        if let Some(until) = user.locked_until.filter(|until| *until > now) {
+        // Taken before the (slow) password check, so parallel guesses queue on the count.
+        let policy = self.settings.login_policy();
+        if let LoginAdmission::Refused { until } = self
+            .ports
+            .team
+            .take_login_attempt(&user.id, policy, now)
+            .await?
+        {
             return Err(MerchantError::LockedOut {
                 retry_after_secs: until.since(now).as_secs().max(1),
             });
         }
         let verified = match (&user.password_hash, user.status) {
-            (Some(hash), UserStatus::Active) => self.ports.passwords.verify(password, hash).await,
+            (Some(hash), UserStatus::Active) => self.ports.passwords.verify(password, hash).await?,
             _ => {
-                self.ports.passwords.verify_dummy(password).await;
+                self.ports.passwords.verify_dummy(password).await?;
                 false
             }
         };
         if !verified {
-            let failures = self.ports.team.count_failed_login(&user.id).await?;
-            if failures >= self.settings.max_failed_logins {
-                self.ports
-                    .team
-                    .lock(&user.id, now.plus(self.settings.lockout))
-                    .await?;
-            }
             return Err(MerchantError::InvalidCredentials);
         }
-        if user.failed_logins > 0 || user.locked_until.is_some() {
-            self.ports.team.clear_failed_logins(&user.id).await?;
-        }
+        self.ports.team.clear_failed_logins(&user.id).await?;
         self.issue_session(&user)
     }
 
@@ -565,24 +552,11 @@ impl MerchantService {
         profile.registry_checked_at = Some(self.now());
     }
 
-    async fn check_resend_interval(
+    async fn send_email_link(
         &self,
-        purpose: CodePurpose,
-        subject: &str,
+        merchant: &Merchant,
+        resend: Resend,
     ) -> Result<(), MerchantError> {
-        if let Some(existing) = self.ports.codes.find(purpose, subject).await? {
-            let next_allowed = existing.created_at.plus(self.settings.resend_interval);
-            let now = self.now();
-            if next_allowed > now {
-                return Err(MerchantError::TooSoon {
-                    retry_after_secs: next_allowed.since(now).as_secs().max(1),
-                });
-            }
-        }
-        Ok(())
-    }
-
-    async fn send_email_link(&self, merchant: &Merchant) -> Result<(), MerchantError> {
         let token = generate_link_token(self.ports.random.as_ref());
         self.store_code(
             CodePurpose::EmailVerification,
@@ -590,6 +564,7 @@ impl MerchantService {
             &token,
             self.settings.email_link_ttl,
             1,
+            resend,
         )
         .await?;
         let link = format!("{}/verify-email?token={token}", self.settings.dashboard_url);
@@ -610,7 +585,11 @@ impl MerchantService {
         Ok(())
     }
 
-    async fn send_phone_code(&self, merchant: &Merchant) -> Result<(), MerchantError> {
+    async fn send_phone_code(
+        &self,
+        merchant: &Merchant,
+        resend: Resend,
+    ) -> Result<(), MerchantError> {
         let code = self.ports.random.digits(6);
         self.store_code(
             CodePurpose::PhoneVerification,
@@ -618,6 +597,7 @@ impl MerchantService {
             &code,
             self.settings.phone_code_ttl,
             self.settings.code_attempts,
+            resend,
         )
         .await?;
         self.ports
@@ -636,6 +616,9 @@ impl MerchantService {
         Ok(())
     }
 
+    /// Stores a new code, replacing the subject's current one. With `Resend::AfterCoolDown` the
+    /// replacement is refused (`TooSoon`) while the current code is younger than the resend
+    /// interval — decided by the store in one statement, so concurrent resends send one code.
     pub(crate) async fn store_code(
         &self,
         purpose: CodePurpose,
@@ -643,21 +626,57 @@ impl MerchantService {
         secret: &str,
         ttl: std::time::Duration,
         attempts: u32,
+        resend: Resend,
     ) -> Result<(), MerchantError> {
         let now = self.now();
-        self.ports
-            .codes
-            .put(&OneTimeCode {
-                purpose,
-                subject: subject.to_owned(),
-                code_hash: self.ports.hasher.hex(purpose.as_str(), secret.as_bytes()),
-                expires_at: now.plus(ttl),
-                attempts_left: attempts,
-                created_at: now,
-            })
-            .await?;
+        let code = OneTimeCode {
+            purpose,
+            subject: subject.to_owned(),
+            code_hash: self.ports.hasher.hex(purpose.as_str(), secret.as_bytes()),
+            expires_at: now.plus(ttl),
+            attempts_left: attempts,
+            created_at: now,
+        };
+        match resend {
+            Resend::Always => self.ports.codes.put(&code).await?,
+            Resend::AfterCoolDown => {
+                let cutoff = now.minus(self.settings.resend_interval);
+                if !self.ports.codes.put_unless_newer(&code, cutoff).await? {
+                    return Err(self.too_soon(purpose, subject).await?);
+                }
+            }
+        }
         Ok(())
     }
+
+    /// The refusal of a resend, with how long until the current code is old enough.
+    async fn too_soon(
+        &self,
+        purpose: CodePurpose,
+        subject: &str,
+    ) -> Result<MerchantError, MerchantError> {
+        let now = self.now();
+        let next_allowed = self
+            .ports
+            .codes
+            .find(purpose, subject)
+            .await?
+            .map_or(now, |current| {
+                current.created_at.plus(self.settings.resend_interval)
+            });
+        Ok(MerchantError::TooSoon {
+            retry_after_secs: next_allowed.since(now).as_secs().max(1),
+        })
+    }
+}
+
+/// Whether a new code may replace one sent moments ago.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Resend {
+    /// A first send, or one the user cannot trigger in a loop (an invitation by an admin).
+    Always,
+    /// A resend the user asked for: at most one per resend interval.
+    AfterCoolDown,
 }
 
 pub(crate) fn check_password(

@@ -65,7 +65,12 @@ impl MerchantService {
             let live_keys: Vec<_> = applications
                 .items
                 .iter()
-                .map(|application| (application.id.clone(), self.new_live_key(now).1))
+                .map(|application| {
+                    (
+                        application.id.clone(),
+                        self.new_live_key(&application.id, now).1,
+                    )
+                })
                 .collect();
             match self
                 .ports

@@ -8,6 +8,7 @@ use idconsent_kernel::{
     CalendarDate, EmailAddress, Environment, Page, PageRequest, Sealed, Timestamp,
 };
 
+use crate::login::{LoginAdmission, LoginPolicy};
 use crate::model::{
     Application, BusinessProfile, Document, Merchant, MerchantStatus, MerchantUser, Role,
 };
@@ -117,8 +118,10 @@ pub trait MerchantRepository: Send + Sync + fmt::Debug {
 ///   (`Conflict(NOT_INVITED)` otherwise).
 /// - `remove` marks a member `Removed`; removing the last active owner is
 ///   `Conflict(LAST_OWNER)` and changes nothing. A member of another merchant is `NotFound`.
-/// - `count_failed_login` adds one failed attempt and returns the count; `lock` sets the
-///   lock-out time; `clear_failed_logins` resets both.
+/// - `take_login_attempt` judges one attempt with `LoginPolicy::judge` against the member's
+///   stored attempts and keeps the admitted state, atomically: of concurrent attempts each sees
+///   the one before it. A refused attempt changes nothing. Unknown member: `NotFound`.
+/// - `clear_failed_logins` resets the count and the lock.
 #[async_trait]
 pub trait TeamRepository: Send + Sync + fmt::Debug {
     async fn add(&self, user: &MerchantUser) -> Result<(), RepositoryError>;
@@ -141,8 +144,12 @@ pub trait TeamRepository: Send + Sync + fmt::Debug {
         id: &MerchantUserId,
         at: Timestamp,
     ) -> Result<(), RepositoryError>;
-    async fn count_failed_login(&self, id: &MerchantUserId) -> Result<u32, RepositoryError>;
-    async fn lock(&self, id: &MerchantUserId, until: Timestamp) -> Result<(), RepositoryError>;
+    async fn take_login_attempt(
+        &self,
+        id: &MerchantUserId,
+        policy: LoginPolicy,
+        now: Timestamp,
+    ) -> Result<LoginAdmission, RepositoryError>;
     async fn clear_failed_logins(&self, id: &MerchantUserId) -> Result<(), RepositoryError>;
 }
 
@@ -192,9 +199,12 @@ pub struct OneTimeCode {
 ///
 /// Contract:
 /// - `put` replaces any code of the same purpose and subject.
+/// - `put_unless_newer` does the same only when no code exists or the existing one was created at
+///   or before `cutoff`, and says whether it stored: of concurrent resends exactly one wins.
 /// - `find` / `find_by_hash` return the code whatever its expiry (the caller judges).
-/// - `spend_attempt` decrements the attempts left (not below zero) and returns what is left;
-///   `NotFound` when there is no code.
+/// - `take_attempt` takes one attempt from a code that is unexpired at `now` and has attempts
+///   left, and returns the code as it is after the take (`None`: no such code, so no attempt);
+///   of concurrent takers no more succeed than there were attempts left.
 /// - `consume` deletes the code and says whether this call deleted it, so of two concurrent
 ///   consumers exactly one wins.
 #[async_trait]
@@ -210,11 +220,17 @@ pub trait CodeRepository: Send + Sync + fmt::Debug {
         purpose: CodePurpose,
         code_hash: &str,
     ) -> Result<Option<OneTimeCode>, RepositoryError>;
-    async fn spend_attempt(
+    async fn put_unless_newer(
+        &self,
+        code: &OneTimeCode,
+        cutoff: Timestamp,
+    ) -> Result<bool, RepositoryError>;
+    async fn take_attempt(
         &self,
         purpose: CodePurpose,
         subject: &str,
-    ) -> Result<u32, RepositoryError>;
+        now: Timestamp,
+    ) -> Result<Option<OneTimeCode>, RepositoryError>;
     async fn consume(&self, purpose: CodePurpose, subject: &str) -> Result<bool, RepositoryError>;
 }
 
@@ -232,7 +248,8 @@ pub trait CodeRepository: Send + Sync + fmt::Debug {
 /// - `rotate_key` replaces the environment's key; the old hash stops matching at once. Rotating
 ///   `live` without a live key is `Conflict(NO_LIVE_CREDENTIALS)`.
 /// - `rotate_webhook_secret` makes `new` the current secret and keeps the former one signing
-///   until `previous_expires_at`.
+///   until `previous_expires_at`; `rotate_secret` does the same for the request-signing secret
+///   (the former one keeps verifying). Unknown application: `NotFound`.
 /// - `find_by_key_hash` finds the application whose current key has that hash, with the key's
 ///   environment; rotated-out keys find nothing.
 #[async_trait]
@@ -253,6 +270,13 @@ pub trait ApplicationRepository: Send + Sync + fmt::Debug {
     async fn update(&self, application: &Application) -> Result<(), RepositoryError>;
     async fn rotate_key(&self, id: &ApplicationId, key: &NewKey) -> Result<(), RepositoryError>;
     async fn rotate_webhook_secret(
+        &self,
+        id: &ApplicationId,
+        new: &Sealed,
+        previous_expires_at: Timestamp,
+        at: Timestamp,
+    ) -> Result<(), RepositoryError>;
+    async fn rotate_secret(
         &self,
         id: &ApplicationId,
         new: &Sealed,
@@ -292,21 +316,27 @@ pub trait BusinessRegistry: Send + Sync + fmt::Debug {
 #[error("the business registry is unavailable: {0}")]
 pub struct RegistryUnavailable(pub String);
 
-/// Password hashing (Argon2id in production). Slow by design: adapters do the work off the
-/// async executor.
+/// Password hashing (Argon2id in production). Slow and memory-hungry by design: adapters do
+/// the work off the async executor and bound how many run at once; a caller beyond the bound
+/// is told to come back (`PasswordError::Busy`) rather than queued without limit.
 #[async_trait]
 pub trait PasswordHasher: Send + Sync + fmt::Debug {
     async fn hash(&self, password: &str) -> Result<String, PasswordError>;
-    /// `false` for a wrong password or an unreadable hash.
-    async fn verify(&self, password: &str, hash: &str) -> bool;
+    /// `Ok(false)` for a wrong password or an unreadable hash.
+    async fn verify(&self, password: &str, hash: &str) -> Result<bool, PasswordError>;
     /// Spends as much time as `verify` without a stored hash, so an unknown account cannot
     /// be told from a wrong password by timing.
-    async fn verify_dummy(&self, password: &str);
+    async fn verify_dummy(&self, password: &str) -> Result<(), PasswordError>;
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("password hashing failed: {0}")]
-pub struct PasswordError(pub String);
+pub enum PasswordError {
+    #[error("password hashing failed: {0}")]
+    Failed(String),
+    /// Every hashing slot stayed taken for the adapter's queue wait.
+    #[error("password hashing is at capacity")]
+    Busy { retry_after_secs: u64 },
+}
 
 /// Who a merchant session token speaks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

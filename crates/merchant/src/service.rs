@@ -59,6 +59,14 @@ pub struct MerchantSettings {
 }
 
 impl MerchantSettings {
+    /// The login lock-out rule these settings describe.
+    pub fn login_policy(&self) -> crate::login::LoginPolicy {
+        crate::login::LoginPolicy {
+            max_attempts: self.max_failed_logins,
+            lockout: self.lockout,
+        }
+    }
+
     pub fn new(dashboard_url: impl Into<String>, allow_private_callbacks: bool) -> Self {
         Self {
             dashboard_url: dashboard_url.into(),
@@ -102,6 +110,9 @@ impl Actor {
                 }
                 Permission::RotateCredentials => {
                     "Only owners, admins and developers can rotate credentials"
+                }
+                Permission::RotateSigningSecret => {
+                    "Only owners and admins can rotate the signing secret"
                 }
             }))
         }
@@ -170,23 +181,15 @@ pub struct SessionToken {
 }
 
 /// Trims and checks a required text field.
+/// Text a person reads — on the dashboard or, for names, on the wallet's approval prompt: trimmed,
+/// non-empty, at most `max` characters, free of control, text-direction and invisible characters.
 pub(crate) fn required_text(
     errors: &mut idconsent_kernel::ValidationErrors,
     field: &str,
     value: &str,
     max: usize,
 ) -> Option<String> {
-    let trimmed = value.trim();
-    if trimmed.is_empty() {
-        errors.push(field, "must not be empty");
-        None
-    } else if trimmed.chars().count() > max {
-        errors.push(field, format!("must be at most {max} characters"));
-        None
-    } else if trimmed.chars().any(char::is_control) {
-        errors.push(field, "must not contain control characters");
-        None
-    } else {
-        Some(trimmed.to_owned())
-    }
+    errors
+        .check(field, idconsent_kernel::DisplayText::parse(value, max))
+        .map(idconsent_kernel::DisplayText::into_string)
 }

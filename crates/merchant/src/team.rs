@@ -7,7 +7,7 @@ use idconsent_notification::{Address, NewMessage};
 use crate::credentials::generate_link_token;
 use crate::error::MerchantError;
 use crate::model::{MerchantUser, Permission, Role, UserStatus};
-use crate::onboarding::check_password;
+use crate::onboarding::{Resend, check_password};
 use crate::ports::{CodePurpose, RepositoryError, conflicts};
 use crate::service::{Actor, MerchantService, SessionToken, required_text};
 
@@ -74,6 +74,7 @@ impl MerchantService {
             &token,
             self.settings.invitation_ttl,
             1,
+            Resend::Always,
         )
         .await?;
         let link = format!(
@@ -122,12 +123,7 @@ impl MerchantService {
             .ok_or(MerchantError::InvalidLink)?;
         let member_id =
             MerchantUserId::parse(&code.subject).map_err(|_| MerchantError::InvalidLink)?;
-        let password_hash = self
-            .ports
-            .passwords
-            .hash(&password)
-            .await
-            .map_err(MerchantError::unavailable)?;
+        let password_hash = self.ports.passwords.hash(&password).await?;
         if !self
             .ports
             .codes

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use idconsent_consent::{ConsentError, Decision, IntentExtension, Session};
+use idconsent_consent::{ConsentError, DecidedBy, Decision, IntentExtension, Session};
 use idconsent_kernel::Intent;
 use idconsent_webhook::Effects;
 use serde::Serialize;
@@ -62,10 +62,11 @@ impl IntentExtension for OAuthApprovals {
         &self,
         session: Session,
         decision: Decision,
+        by: DecidedBy,
         also: Effects,
     ) -> Result<Session, ConsentError> {
         self.0
-            .decide(session, decision, also)
+            .decide(session, decision, by, also)
             .await
             .map_err(consent_error)
     }

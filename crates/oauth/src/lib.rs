@@ -7,6 +7,7 @@ pub mod events;
 pub mod model;
 pub mod pkce;
 pub mod ports;
+pub mod sandbox;
 mod service;
 pub mod signing_keys;
 
@@ -18,8 +19,9 @@ pub mod signing_keys_contract;
 pub use approval::OAuthApprovals;
 pub use error::OAuthError;
 pub use model::{
-    AccessRequest, Claim, ClaimKey, Claims, Grant, GrantWithSession, IssuedToken, SessionState,
-    VerificationStatus, VerifiedValue, claims_object,
+    AccessRequest, Claim, ClaimKey, Claims, GRANT_CODE_SEALED_KIND, Grant, GrantWithSession,
+    IssuedToken, SessionState, VerificationStatus, VerifiedValue, claims_object,
+    grant_code_sealed_for,
 };
 pub use pkce::ChallengeMethod;
 pub use service::{
@@ -27,6 +29,6 @@ pub use service::{
     OAuthSettings, RequestStatus, TokenGrant, UserInfo,
 };
 pub use signing_keys::{
-    KeyGenerator, Rotated, SigningKey, SigningKeyError, SigningKeyRecord, SigningKeySettings,
-    SigningKeyStore, SigningKeys,
+    KeyGenerator, Rotated, SIGNING_KEY_SEALED_KIND, SigningKey, SigningKeyError, SigningKeyRecord,
+    SigningKeySettings, SigningKeyStore, SigningKeys, sealed_signing_key,
 };

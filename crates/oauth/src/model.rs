@@ -2,7 +2,7 @@
 
 use idconsent_consent::SessionStatus;
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId};
-use idconsent_kernel::{Environment, Sealed, Timestamp};
+use idconsent_kernel::{Environment, Sealed, SealedFor, Timestamp};
 use std::fmt;
 
 use serde::de::{MapAccess, Visitor};
@@ -186,6 +186,14 @@ pub struct AccessRequest {
     pub description: Option<String>,
     pub created_at: Timestamp,
 }
+
+/// What a grant's sealed code is bound to (ADR 0026): the grant's code id.
+pub fn grant_code_sealed_for(code_id: &str) -> SealedFor<'_> {
+    SealedFor::new(GRANT_CODE_SEALED_KIND, code_id)
+}
+
+/// The sealed-value kind of grant codes.
+pub const GRANT_CODE_SEALED_KIND: &str = "oauth.authorization-code";
 
 /// An approved request's authorization code and what it grants.
 #[derive(Debug, Clone, PartialEq)]

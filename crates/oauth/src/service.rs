@@ -6,13 +6,13 @@ use std::time::Duration;
 
 use idconsent_approval::{ApplicationDirectory, ApplicationNames};
 use idconsent_consent::{
-    ConsentError, ConsentService, CreateRequest, Decision, Requester, Session, SessionStatus,
-    TransactionInput,
+    ConsentError, ConsentService, CreateRequest, DecidedBy, Decision, Requester, Session,
+    SessionStatus, TransactionInput,
 };
 use idconsent_kernel::id::{Entropy, SessionId};
 use idconsent_kernel::{
-    Clock, IdGenerator, Intent, KeyedHash, RandomSource, SecretVault, Timestamp, ValidationErrors,
-    WebUrl, constant_time_eq,
+    Clock, DisplayText, IdGenerator, Intent, KeyedHash, RandomSource, SecretVault, Timestamp,
+    ValidationErrors, WebUrl, constant_time_eq,
 };
 use idconsent_webhook::Effects;
 use serde_json::Value;
@@ -22,11 +22,13 @@ use crate::error::{INVALID_GRANT, OAuthError};
 use crate::events::{OAuthApproved, OAuthRedirect};
 use crate::model::{
     AccessRequest, ClaimKey, Claims, Grant, GrantWithSession, IssuedToken, claims_object,
+    grant_code_sealed_for,
 };
 use crate::pkce::{self, ChallengeMethod};
 use crate::ports::{
     AccessTokenClaims, ClaimSource, OAuthRepository, Redemption, StoreError, TokenSigner, Verdict,
 };
+use crate::sandbox;
 
 #[derive(Debug, Clone)]
 pub struct OAuthSettings {
@@ -223,16 +225,14 @@ impl OAuthService {
         if input.state.as_ref().is_some_and(|state| state.len() > 512) {
             errors.push("state", "must be at most 512 characters");
         }
-        let description = input
-            .description
-            .map(|d| d.trim().to_owned())
-            .filter(|d| !d.is_empty());
-        if description
-            .as_ref()
-            .is_some_and(|d| d.chars().count() > 200)
-        {
-            errors.push("description", "must be at most 200 characters");
-        }
+        // Shown on the approval prompt: no control, text-direction or invisible characters.
+        let description = errors
+            .check(
+                "description",
+                DisplayText::parse_optional(input.description.as_deref(), 200),
+            )
+            .flatten()
+            .map(DisplayText::into_string);
         if let Some(url) = &input.callback_url {
             errors.check("callbackUrl", WebUrl::parse(url));
         }
@@ -308,7 +308,7 @@ impl OAuthService {
                 let plain = self
                     .ports
                     .vault
-                    .open(&grant.sealed_code)
+                    .open(&grant.sealed_code, grant_code_sealed_for(&grant.code_id))
                     .map_err(|error| OAuthError::Unavailable(Box::new(error)))?;
                 String::from_utf8(plain).ok()
             }
@@ -366,7 +366,7 @@ impl OAuthService {
                 let plain = self
                     .ports
                     .vault
-                    .open(&grant.sealed_code)
+                    .open(&grant.sealed_code, grant_code_sealed_for(&grant.code_id))
                     .map_err(|error| OAuthError::Unavailable(Box::new(error)))?;
                 String::from_utf8(plain).ok()
             }
@@ -396,11 +396,13 @@ impl OAuthService {
 
     /// Applies the user's decision to an OAUTH session. Approval issues the authorization code
     /// and assembles the claims; `consent.approved` carries both (with `also` in the same
-    /// transaction).
+    /// transaction). When the merchant decided through the sandbox helper, the claims are the
+    /// documented sandbox identities' (`crate::sandbox`), never a real user's.
     pub async fn decide(
         &self,
         session: Session,
         decision: Decision,
+        by: DecidedBy,
         also: Effects,
     ) -> Result<Session, OAuthError> {
         let request = self
@@ -419,7 +421,10 @@ impl OAuthService {
             // Let the consent domain say why, without minting a code.
             return Ok(self.ports.consents.decide(session, decision, also).await?);
         }
-        let known = self.ports.claims.verified(&session.recipient).await?;
+        let known = match by {
+            DecidedBy::Recipient => self.ports.claims.verified(&session.recipient).await?,
+            DecidedBy::SandboxHelper => sandbox::claims_of(&session.recipient),
+        };
         let claims = claims_object(&request.claims, &known);
         let NewCode {
             code,
@@ -430,10 +435,14 @@ impl OAuthService {
             self.ports.random.as_ref(),
             self.ports.hasher.as_ref(),
         );
+        let sealed_code = self
+            .ports
+            .vault
+            .seal(code.as_bytes(), grant_code_sealed_for(&code_id));
         let grant = Grant {
             code_id,
             code_hash,
-            sealed_code: self.ports.vault.seal(code.as_bytes()),
+            sealed_code,
             session_id: session.id.clone(),
             application_id: session.application_id.clone(),
             redirect_uri: request.redirect_uri.clone(),

@@ -11,7 +11,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use idconsent_kernel::{Clock, Sealed, SecretVault, Timestamp};
+use idconsent_kernel::{Clock, Sealed, SealedFor, SecretVault, Timestamp};
+
+/// The sealed-value kind of signing keys.
+pub const SIGNING_KEY_SEALED_KIND: &str = "oauth.signing-key";
+
+/// What a signing key's sealed PEM is bound to (ADR 0026): its kid.
+pub fn sealed_signing_key(kid: &str) -> SealedFor<'_> {
+    SealedFor::new(SIGNING_KEY_SEALED_KIND, kid)
+}
 
 /// A signing key as stored: the private key sealed under the master key.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -169,7 +177,7 @@ impl SigningKeys {
             .map(|key| {
                 let pem = self
                     .vault
-                    .open(&key.sealed_key)
+                    .open(&key.sealed_key, sealed_signing_key(&key.kid))
                     .map_err(|error| SigningKeyError::Unavailable(Box::new(error)))?;
                 Ok(SigningKey {
                     kid: key.kid,
@@ -204,7 +212,7 @@ impl SigningKeys {
         let mut added = 0;
         for key in keys {
             let record = SigningKeyRecord {
-                sealed_key: self.vault.seal(&key.pem),
+                sealed_key: self.vault.seal(&key.pem, sealed_signing_key(&key.kid)),
                 kid: key.kid,
                 created_at: key.created_at,
                 activates_at: key.activates_at,
@@ -220,8 +228,8 @@ impl SigningKeys {
     fn new_record(&self, now: Timestamp) -> Result<SigningKeyRecord, SigningKeyError> {
         let (kid, pem) = self.generator.generate()?;
         Ok(SigningKeyRecord {
+            sealed_key: self.vault.seal(&pem, sealed_signing_key(&kid)),
             kid,
-            sealed_key: self.vault.seal(&pem),
             created_at: now,
             activates_at: now,
             retired_at: None,

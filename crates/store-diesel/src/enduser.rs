@@ -1065,4 +1065,20 @@ impl RefreshTokenRepository for DieselEndUserStore {
             .await
             .map_err(unavailable)
     }
+
+    async fn family_revoked(&self, family: &RefreshFamilyId) -> Result<bool, StoreError> {
+        let family = family.as_str().to_owned();
+        self.db
+            .read(move |conn| {
+                let revoked = refresh_tokens::table
+                    .filter(refresh_tokens::family.eq(family))
+                    .filter(refresh_tokens::revoked_at.is_not_null());
+                Ok(crate::with_conn!(conn, |c| diesel::select(
+                    diesel::dsl::exists(revoked)
+                )
+                .get_result::<bool>(c))?)
+            })
+            .await
+            .map_err(unavailable)
+    }
 }

@@ -103,6 +103,8 @@ diesel::table! {
         request_types -> Text,
         secret -> Text,
         webhook_secret -> Text,
+        previous_secret -> Nullable<Text>,
+        previous_secret_expires_at -> Nullable<BigInt>,
         previous_webhook_secret -> Nullable<Text>,
         previous_webhook_secret_expires_at -> Nullable<BigInt>,
         created_at -> BigInt,

@@ -4,7 +4,7 @@ use std::fmt;
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD as BASE64URL;
-use idconsent_kernel::{KeyedHash, Sealed, SecretVault, VaultError};
+use idconsent_kernel::{KeyedHash, Sealed, SealedFor, SecretVault, VaultError};
 use ring::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::{hkdf, hmac};
@@ -43,8 +43,12 @@ impl fmt::Debug for MasterKey {
     }
 }
 
-const SEALED_PREFIX: &str = "v1.";
-const AAD: &[u8] = b"idconsent-vault-v1";
+/// Sealed values before bindings: a fixed associated-data label. Opened only to re-seal them.
+const LEGACY_PREFIX: &str = "v1.";
+const LEGACY_AAD: &[u8] = b"idconsent-vault-v1";
+/// Sealed values bound to what they belong to (`SealedFor`).
+const SEALED_PREFIX: &str = "v2.";
+const AAD_LABEL: &[u8] = b"idconsent-vault-v2";
 
 /// AES-256-GCM sealing of secrets that must be read back.
 pub struct AesGcmVault {
@@ -64,16 +68,14 @@ impl AesGcmVault {
             random: SystemRandom::new(),
         }
     }
-}
 
-impl fmt::Debug for AesGcmVault {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("AesGcmVault")
+    /// Seals in the legacy unbound `v1.` format, which `open` refuses: only for tests of the
+    /// upgrade path (`reseal`).
+    pub fn seal_legacy(&self, plaintext: &[u8]) -> Sealed {
+        self.seal_with(plaintext, LEGACY_AAD, LEGACY_PREFIX)
     }
-}
 
-impl SecretVault for AesGcmVault {
-    fn seal(&self, plaintext: &[u8]) -> Sealed {
+    fn seal_with(&self, plaintext: &[u8], aad: &[u8], prefix: &str) -> Sealed {
         let mut nonce = [0u8; NONCE_LEN];
         // Without randomness a nonce could repeat and break GCM: stopping is the only safe answer.
         if self.random.fill(&mut nonce).is_err() {
@@ -82,7 +84,7 @@ impl SecretVault for AesGcmVault {
         let mut in_out = plaintext.to_vec();
         let sealed = self.key.seal_in_place_append_tag(
             Nonce::assume_unique_for_key(nonce),
-            Aad::from(AAD),
+            Aad::from(aad),
             &mut in_out,
         );
         if sealed.is_err() {
@@ -91,14 +93,10 @@ impl SecretVault for AesGcmVault {
         let mut blob = Vec::with_capacity(NONCE_LEN + in_out.len());
         blob.extend_from_slice(&nonce);
         blob.extend_from_slice(&in_out);
-        Sealed::from_stored(format!("{SEALED_PREFIX}{}", BASE64URL.encode(blob)))
+        Sealed::from_stored(format!("{prefix}{}", BASE64URL.encode(blob)))
     }
 
-    fn open(&self, sealed: &Sealed) -> Result<Vec<u8>, VaultError> {
-        let encoded = sealed
-            .as_str()
-            .strip_prefix(SEALED_PREFIX)
-            .ok_or(VaultError)?;
+    fn open_with(&self, encoded: &str, aad: &[u8]) -> Result<Vec<u8>, VaultError> {
         let blob = BASE64URL.decode(encoded).map_err(|_| VaultError)?;
         if blob.len() < NONCE_LEN + AES_256_GCM.tag_len() {
             return Err(VaultError);
@@ -108,9 +106,61 @@ impl SecretVault for AesGcmVault {
         let mut in_out = ciphertext.to_vec();
         let plaintext = self
             .key
-            .open_in_place(nonce, Aad::from(AAD), &mut in_out)
+            .open_in_place(nonce, Aad::from(aad), &mut in_out)
             .map_err(|_| VaultError)?;
         Ok(plaintext.to_vec())
+    }
+}
+
+/// The associated data of a bound value: label, kind and owner, each ended by a NUL so no two
+/// bindings give the same bytes.
+fn bound_aad(binding: SealedFor<'_>) -> Vec<u8> {
+    let mut aad =
+        Vec::with_capacity(AAD_LABEL.len() + binding.kind.len() + binding.owner.len() + 3);
+    for part in [AAD_LABEL, binding.kind.as_bytes(), binding.owner.as_bytes()] {
+        aad.extend_from_slice(part);
+        aad.push(0);
+    }
+    aad
+}
+
+impl fmt::Debug for AesGcmVault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("AesGcmVault")
+    }
+}
+
+impl SecretVault for AesGcmVault {
+    fn seal(&self, plaintext: &[u8], binding: SealedFor<'_>) -> Sealed {
+        self.seal_with(plaintext, &bound_aad(binding), SEALED_PREFIX)
+    }
+
+    /// Only bound (`v2.`) values open: an unbound legacy value must be re-sealed first, so a
+    /// legacy value planted in another row cannot be read through it.
+    fn open(&self, sealed: &Sealed, binding: SealedFor<'_>) -> Result<Vec<u8>, VaultError> {
+        let encoded = sealed
+            .as_str()
+            .strip_prefix(SEALED_PREFIX)
+            .ok_or(VaultError)?;
+        self.open_with(encoded, &bound_aad(binding))
+    }
+
+    fn reseal(
+        &self,
+        sealed: &Sealed,
+        binding: SealedFor<'_>,
+    ) -> Result<Option<Sealed>, VaultError> {
+        if sealed.as_str().starts_with(SEALED_PREFIX) {
+            // Already bound; it must open for this binding.
+            self.open(sealed, binding)?;
+            return Ok(None);
+        }
+        let encoded = sealed
+            .as_str()
+            .strip_prefix(LEGACY_PREFIX)
+            .ok_or(VaultError)?;
+        let plaintext = self.open_with(encoded, LEGACY_AAD)?;
+        Ok(Some(self.seal(&plaintext, binding)))
     }
 }
 
@@ -154,36 +204,66 @@ mod tests {
         MasterKey::new([byte; 32])
     }
 
+    const APP_SECRET: SealedFor<'static> = SealedFor::new("application.request-secret", "app_1");
+
     #[test]
     fn sealing_round_trips_and_never_repeats() {
         let vault = AesGcmVault::new(&master(1));
-        let first = vault.seal(b"sk_secret");
-        let second = vault.seal(b"sk_secret");
+        let first = vault.seal(b"sk_secret", APP_SECRET);
+        let second = vault.seal(b"sk_secret", APP_SECRET);
         assert_ne!(first, second);
-        assert_eq!(vault.open(&first).unwrap(), b"sk_secret");
-        assert_eq!(vault.open(&second).unwrap(), b"sk_secret");
-        assert!(first.as_str().starts_with("v1."));
+        assert_eq!(vault.open(&first, APP_SECRET).unwrap(), b"sk_secret");
+        assert_eq!(vault.open(&second, APP_SECRET).unwrap(), b"sk_secret");
+        assert!(first.as_str().starts_with("v2."));
         assert!(!first.as_str().contains("sk_secret"));
     }
 
     #[test]
-    fn tampering_or_another_key_fails_to_open() {
+    fn tampering_another_key_or_another_binding_fails_to_open() {
         let vault = AesGcmVault::new(&master(1));
-        let sealed = vault.seal(b"whsec_abc");
+        let sealed = vault.seal(b"whsec_abc", APP_SECRET);
         let mut text = sealed.as_str().to_owned().into_bytes();
         let last = text.len() - 2;
         text[last] = if text[last] == b'A' { b'B' } else { b'A' };
         let tampered = Sealed::from_stored(String::from_utf8(text).unwrap());
-        assert_eq!(vault.open(&tampered), Err(VaultError));
-        assert_eq!(AesGcmVault::new(&master(2)).open(&sealed), Err(VaultError));
+        assert_eq!(vault.open(&tampered, APP_SECRET), Err(VaultError));
         assert_eq!(
-            vault.open(&Sealed::from_stored("v1.AAAA".into())),
+            AesGcmVault::new(&master(2)).open(&sealed, APP_SECRET),
             Err(VaultError)
         );
-        assert_eq!(
-            vault.open(&Sealed::from_stored("plain".into())),
-            Err(VaultError)
-        );
+        // Moved to another owner, or to another kind of secret of the same owner.
+        for elsewhere in [
+            SealedFor::new("application.request-secret", "app_2"),
+            SealedFor::new("application.webhook-secret", "app_1"),
+            // The separators keep kind and owner apart.
+            SealedFor::new("application.request-secretapp_1", ""),
+        ] {
+            assert_eq!(
+                vault.open(&sealed, elsewhere),
+                Err(VaultError),
+                "{elsewhere:?}"
+            );
+        }
+        for garbage in ["v2.AAAA", "plain", "v1.AAAA"] {
+            let garbage = Sealed::from_stored(garbage.into());
+            assert_eq!(vault.open(&garbage, APP_SECRET), Err(VaultError));
+        }
+    }
+
+    #[test]
+    fn legacy_values_open_only_through_a_reseal() {
+        let vault = AesGcmVault::new(&master(1));
+        let legacy = vault.seal_legacy(b"sk_old");
+        assert!(legacy.as_str().starts_with("v1."));
+        assert_eq!(vault.open(&legacy, APP_SECRET), Err(VaultError));
+        let bound = vault.reseal(&legacy, APP_SECRET).unwrap().unwrap();
+        assert_eq!(vault.open(&bound, APP_SECRET).unwrap(), b"sk_old");
+        // A bound value needs nothing, but must belong to the binding.
+        assert_eq!(vault.reseal(&bound, APP_SECRET), Ok(None));
+        let other = SealedFor::new("application.request-secret", "app_2");
+        assert_eq!(vault.reseal(&bound, other), Err(VaultError));
+        let tampered = Sealed::from_stored(format!("{}A", legacy.as_str()));
+        assert_eq!(vault.reseal(&tampered, APP_SECRET), Err(VaultError));
     }
 
     #[test]

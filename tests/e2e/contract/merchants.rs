@@ -285,6 +285,16 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
                 .unwrap(),
         )
         .await;
+    contract
+        .response(
+            "POST /v1/merchants/applications/{id}/rotate-secret",
+            "",
+            merchant(Method::POST, &format!("{path}/rotate-secret"))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
 
     // The team.
     let invited = contract

@@ -36,6 +36,17 @@ pub struct MerchantArgs {
     /// One header sent to the registry provider, e.g. `Authorization: Bearer abc`.
     #[arg(long, env = "IDC_REGISTRY_AUTH_HEADER", value_parser = secret, hide_env_values = true, global = true)]
     pub registry_auth_header: Option<SecretString>,
+
+    /// How many Argon2 password hashes (about 19 MiB each) may run at once; sign-ins beyond
+    /// it wait up to 2 s, then get 429 with Retry-After.
+    #[arg(
+        long,
+        env = "IDC_PASSWORD_HASH_CONCURRENCY",
+        default_value_t = 4,
+        value_parser = clap::value_parser!(u16).range(1..=256),
+        global = true
+    )]
+    pub password_hash_concurrency: u16,
 }
 
 /// The corporate registry to use.
@@ -53,6 +64,7 @@ pub struct MerchantConfig {
     /// Base URL of emailed dashboard links, without a trailing slash.
     pub dashboard_url: String,
     pub registry: RegistrySettings,
+    pub password_hash_concurrency: u16,
 }
 
 impl MerchantArgs {
@@ -71,6 +83,7 @@ impl MerchantArgs {
         Ok(MerchantConfig {
             dashboard_url,
             registry,
+            password_hash_concurrency: self.password_hash_concurrency,
         })
     }
 }

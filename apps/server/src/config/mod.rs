@@ -349,6 +349,7 @@ impl Config {
             merchant: MerchantConfig {
                 dashboard_url: "http://dashboard.test".into(),
                 registry: RegistrySettings::Sandbox,
+                password_hash_concurrency: 4,
             },
             webhooks: WebhookConfig {
                 retry: RetrySchedule::parse("200ms,200ms,200ms,200ms").unwrap_or_default(),

@@ -10,7 +10,7 @@ use idconsent_merchant::ports::BusinessRegistry;
 use idconsent_merchant::{
     ApplicationSigningSecrets, MerchantDirectory, MerchantPorts, MerchantService, MerchantSettings,
 };
-use idconsent_password_argon2::Argon2Passwords;
+use idconsent_password_argon2::{Argon2Passwords, HashingLimits};
 use idconsent_registry::{HttpRegistry, SandboxRegistry};
 use idconsent_store_diesel::DieselMerchantStore;
 use secrecy::ExposeSecret;
@@ -57,7 +57,9 @@ pub fn build(shared: &Shared) -> Result<Merchants, WiringError> {
             codes: store.clone(),
             applications: store.clone(),
             registry,
-            passwords: Arc::new(Argon2Passwords::new()?),
+            passwords: Arc::new(Argon2Passwords::new(HashingLimits::new(usize::from(
+                config.merchant.password_hash_concurrency,
+            )))?),
             tokens: Arc::new(HmacSessionTokens::new(
                 &shared.master.derive("merchant-session/hs256"),
             )?),

@@ -26,7 +26,7 @@ use idconsent_kernel::{
 };
 use idconsent_notification::Notifier;
 use idconsent_oauth::OAuthApprovals;
-use idconsent_store_diesel::Db;
+use idconsent_store_diesel::{Db, reseal_legacy_secrets};
 use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
 use tokio::sync::Notify;
 
@@ -101,6 +101,8 @@ pub enum WiringError {
     Approvals(#[from] idconsent_approval::DuplicateKind),
     #[error(transparent)]
     Blobs(#[from] idconsent_blob_s3::S3ConfigError),
+    #[error("re-sealing stored secrets: {0}")]
+    Reseal(#[from] idconsent_store_diesel::ResealError),
 }
 
 /// Builds every service of the deployment.
@@ -132,6 +134,13 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         master,
         wake: wake.clone(),
     };
+
+    // Secrets sealed before they were bound to their rows (ADR 0026) are re-sealed before
+    // anything reads them; a no-op once done.
+    let resealed = reseal_legacy_secrets(&db, shared.vault.clone()).await?;
+    if resealed > 0 {
+        tracing::info!(resealed, "legacy sealed secrets re-sealed for their rows");
+    }
 
     let merchants = merchant::build(&shared)?;
     let webhooks = webhook::build(&shared, &merchants)?;

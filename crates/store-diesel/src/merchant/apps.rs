@@ -32,6 +32,8 @@ struct ApplicationRow {
     redirect_uris: String,
     request_types: String,
     secret: String,
+    previous_secret: Option<String>,
+    previous_secret_expires_at: Option<i64>,
     webhook_secret: String,
     previous_webhook_secret: Option<String>,
     previous_webhook_secret_expires_at: Option<i64>,
@@ -65,10 +67,23 @@ fn json_strings<'a>(items: impl Iterator<Item = &'a str>) -> Result<String, Repo
         .map_err(|error| RepositoryError::Unavailable(Box::new(error)))
 }
 
+/// A retiring secret from its two columns: both set, or both empty.
+fn retiring(sealed: Option<String>, expires_at: Option<i64>) -> Result<Option<RetiringSecret>, ()> {
+    match (sealed, expires_at) {
+        (Some(sealed), Some(expires_at)) => Ok(Some(RetiringSecret {
+            sealed: Sealed::from_stored(sealed),
+            expires_at: Timestamp::from_millis(expires_at),
+        })),
+        (None, None) => Ok(None),
+        _ => Err(()),
+    }
+}
+
 impl ApplicationRow {
     fn from_application(application: &Application) -> Result<Self, RepositoryError> {
         let change = ApplicationChange::from_application(application)?;
         let previous = application.previous_webhook_secret.as_ref();
+        let previous_secret = application.previous_secret.as_ref();
         Ok(Self {
             id: application.id.as_str().to_owned(),
             merchant_id: application.merchant_id.as_str().to_owned(),
@@ -78,6 +93,8 @@ impl ApplicationRow {
             redirect_uris: change.redirect_uris,
             request_types: change.request_types,
             secret: application.secret.as_str().to_owned(),
+            previous_secret: previous_secret.map(|p| p.sealed.as_str().to_owned()),
+            previous_secret_expires_at: previous_secret.map(|p| p.expires_at.as_millis()),
             webhook_secret: application.webhook_secret.as_str().to_owned(),
             previous_webhook_secret: previous.map(|p| p.sealed.as_str().to_owned()),
             previous_webhook_secret_expires_at: previous.map(|p| p.expires_at.as_millis()),
@@ -113,17 +130,13 @@ impl ApplicationRow {
             .iter()
             .map(|intent| Intent::parse(intent).ok_or_else(|| corrupt("request_types")))
             .collect::<Result<Vec<_>, _>>()?;
-        let previous_webhook_secret = match (
+        let previous_webhook_secret = retiring(
             self.previous_webhook_secret,
             self.previous_webhook_secret_expires_at,
-        ) {
-            (Some(sealed), Some(expires_at)) => Some(RetiringSecret {
-                sealed: Sealed::from_stored(sealed),
-                expires_at: Timestamp::from_millis(expires_at),
-            }),
-            (None, None) => None,
-            _ => return Err(corrupt("previous_webhook_secret")),
-        };
+        )
+        .map_err(|()| corrupt("previous_webhook_secret"))?;
+        let previous_secret = retiring(self.previous_secret, self.previous_secret_expires_at)
+            .map_err(|()| corrupt("previous_secret"))?;
         Ok(Application {
             sandbox_key: sandbox_key.ok_or_else(|| corrupt("current sandbox key"))?,
             live_key,
@@ -131,6 +144,7 @@ impl ApplicationRow {
             redirect_uris,
             request_types: RequestTypes::new(intents).ok_or_else(|| corrupt("request_types"))?,
             previous_webhook_secret,
+            previous_secret,
             id: ApplicationId::from_trusted(self.id),
             merchant_id: MerchantId::from_trusted(self.merchant_id),
             client_id: ClientId::from_trusted(self.client_id),
@@ -354,6 +368,35 @@ impl ApplicationRepository for DieselMerchantStore {
                     applications::previous_webhook_secret_expires_at
                         .eq(Some(previous_expires_at.as_millis())),
                     applications::webhook_secret.eq(new),
+                    applications::updated_at.eq(at.as_millis()),
+                );
+                found_one(with_conn!(conn, |c| diesel::update(target)
+                    .set(change)
+                    .execute(c))?)
+            })
+            .await
+            .map_err(repository_error)
+    }
+
+    async fn rotate_secret(
+        &self,
+        id: &ApplicationId,
+        new: &Sealed,
+        previous_expires_at: Timestamp,
+        at: Timestamp,
+    ) -> Result<(), RepositoryError> {
+        let id = id.as_str().to_owned();
+        let new = new.as_str().to_owned();
+        self.db
+            .write(move |conn| {
+                let target = applications::table.find(id);
+                // Right-hand sides read the row as it was: the current secret becomes the
+                // previous one.
+                let change = (
+                    applications::previous_secret.eq(applications::secret.nullable()),
+                    applications::previous_secret_expires_at
+                        .eq(Some(previous_expires_at.as_millis())),
+                    applications::secret.eq(new),
                     applications::updated_at.eq(at.as_millis()),
                 );
                 found_one(with_conn!(conn, |c| diesel::update(target)

@@ -6,7 +6,7 @@ use diesel::upsert::excluded;
 use idconsent_kernel::Timestamp;
 use idconsent_merchant::ports::{CodePurpose, CodeRepository, OneTimeCode, RepositoryError};
 
-use super::{DieselMerchantStore, NOT_FOUND, corrupt, repository_error};
+use super::{DieselMerchantStore, corrupt, repository_error};
 use crate::error::DbError;
 use crate::schema::one_time_codes;
 
@@ -111,41 +111,64 @@ impl CodeRepository for DieselMerchantStore {
         row.map(CodeRow::into_code).transpose()
     }
 
-    async fn spend_attempt(
+    async fn put_unless_newer(
         &self,
-        purpose: CodePurpose,
-        subject: &str,
-    ) -> Result<u32, RepositoryError> {
-        let subject = subject.to_owned();
-        let left = self
+        code: &OneTimeCode,
+        cutoff: Timestamp,
+    ) -> Result<bool, RepositoryError> {
+        let row = CodeRow::from_code(code);
+        let stored = self
             .db
             .write(move |conn| {
-                with_conn!(conn, |c| {
-                    let key = (purpose.as_str(), subject.as_str());
-                    let spent = diesel::update(
-                        one_time_codes::table
-                            .find(key)
-                            .filter(one_time_codes::attempts_left.gt(0)),
-                    )
-                    .set(one_time_codes::attempts_left.eq(one_time_codes::attempts_left - 1))
-                    .returning(one_time_codes::attempts_left)
-                    .get_result::<i32>(c)
-                    .optional()?;
-                    match spent {
-                        Some(left) => Ok(left),
-                        // None left already, or no code at all.
-                        None => one_time_codes::table
-                            .find(key)
-                            .select(one_time_codes::attempts_left)
-                            .get_result::<i32>(c)
-                            .optional()?
-                            .ok_or(DbError::Rollback(NOT_FOUND)),
-                    }
-                })
+                // One statement: the replacement happens only where the existing code is old
+                // enough, so of concurrent resends exactly one stores (and sends).
+                let upsert = diesel::insert_into(one_time_codes::table)
+                    .values(&row)
+                    .on_conflict((one_time_codes::purpose, one_time_codes::subject))
+                    .do_update()
+                    .set((
+                        one_time_codes::code_hash.eq(excluded(one_time_codes::code_hash)),
+                        one_time_codes::expires_at.eq(excluded(one_time_codes::expires_at)),
+                        one_time_codes::attempts_left.eq(excluded(one_time_codes::attempts_left)),
+                        one_time_codes::created_at.eq(excluded(one_time_codes::created_at)),
+                    ));
+                // `ON CONFLICT … DO UPDATE … WHERE`: the filter applies to the existing row.
+                let only_if_old = diesel::query_dsl::methods::FilterDsl::filter(
+                    upsert,
+                    one_time_codes::created_at.le(cutoff.as_millis()),
+                );
+                with_conn!(conn, |c| only_if_old.execute(c)).map_err(DbError::from)
             })
             .await
             .map_err(repository_error)?;
-        Ok(u32::try_from(left).unwrap_or(0))
+        Ok(stored > 0)
+    }
+
+    async fn take_attempt(
+        &self,
+        purpose: CodePurpose,
+        subject: &str,
+        now: Timestamp,
+    ) -> Result<Option<OneTimeCode>, RepositoryError> {
+        let subject = subject.to_owned();
+        let row = self
+            .db
+            .write(move |conn| {
+                // The attempt is taken before the code is compared: one conditional decrement.
+                Ok(with_conn!(conn, |c| diesel::update(
+                    one_time_codes::table
+                        .find((purpose.as_str(), subject.as_str()))
+                        .filter(one_time_codes::attempts_left.gt(0))
+                        .filter(one_time_codes::expires_at.gt(now.as_millis())),
+                )
+                .set(one_time_codes::attempts_left.eq(one_time_codes::attempts_left - 1))
+                .returning(CodeRow::as_returning())
+                .get_result::<CodeRow>(c)
+                .optional())?)
+            })
+            .await
+            .map_err(repository_error)?;
+        row.map(CodeRow::into_code).transpose()
     }
 
     async fn consume(&self, purpose: CodePurpose, subject: &str) -> Result<bool, RepositoryError> {

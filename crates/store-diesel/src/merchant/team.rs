@@ -4,12 +4,14 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_kernel::id::{MerchantId, MerchantUserId, TypedId};
 use idconsent_kernel::{EmailAddress, Timestamp};
+use idconsent_merchant::login::{LoginAdmission, LoginAttempts, LoginPolicy};
 use idconsent_merchant::model::{MerchantUser, Role, UserStatus};
 use idconsent_merchant::ports::{RepositoryError, TeamRepository, conflicts};
 
 use super::{
     DieselMerchantStore, NOT_FOUND, corrupt, found_one, lock_active_owners, repository_error,
 };
+use crate::db::AnyConnection;
 use crate::error::DbError;
 use crate::schema::merchant_users;
 
@@ -220,31 +222,46 @@ impl TeamRepository for DieselMerchantStore {
             .map_err(repository_error)
     }
 
-    async fn count_failed_login(&self, id: &MerchantUserId) -> Result<u32, RepositoryError> {
-        let id = id.as_str().to_owned();
-        let count = self
-            .db
-            .write(move |conn| {
-                with_conn!(conn, |c| diesel::update(merchant_users::table.find(id))
-                    .set(merchant_users::failed_logins.eq(merchant_users::failed_logins + 1))
-                    .returning(merchant_users::failed_logins)
-                    .get_result::<i32>(c)
-                    .optional())?
-                .ok_or(DbError::Rollback(NOT_FOUND))
-            })
-            .await
-            .map_err(repository_error)?;
-        Ok(u32::try_from(count).unwrap_or(0))
-    }
-
-    async fn lock(&self, id: &MerchantUserId, until: Timestamp) -> Result<(), RepositoryError> {
+    async fn take_login_attempt(
+        &self,
+        id: &MerchantUserId,
+        policy: LoginPolicy,
+        now: Timestamp,
+    ) -> Result<LoginAdmission, RepositoryError> {
         let id = id.as_str().to_owned();
         self.db
-            .write(move |conn| {
-                let target = merchant_users::table.find(id);
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(merchant_users::locked_until.eq(Some(until.as_millis())))
-                    .execute(c))?)
+            .write(move |mut conn| {
+                // The row is locked (PostgreSQL; SQLite has one writer) from the read to the
+                // write, so concurrent attempts are judged one after another.
+                let query = merchant_users::table
+                    .find(&id)
+                    .select((merchant_users::failed_logins, merchant_users::locked_until));
+                let stored = match &mut conn {
+                    AnyConnection::Sqlite(c) => {
+                        query.first::<(i32, Option<i64>)>(&mut **c).optional()?
+                    }
+                    AnyConnection::Postgres(c) => query
+                        .for_update()
+                        .first::<(i32, Option<i64>)>(&mut **c)
+                        .optional()?,
+                };
+                let (taken, locked_until) = stored.ok_or(DbError::Rollback(NOT_FOUND))?;
+                let current = LoginAttempts {
+                    taken: u32::try_from(taken).unwrap_or(0),
+                    locked_until: locked_until.map(Timestamp::from_millis),
+                };
+                let admission = policy.judge(current, now);
+                if let LoginAdmission::Admitted { state } = admission {
+                    let taken = i32::try_from(state.taken).unwrap_or(i32::MAX);
+                    let locked_until = state.locked_until.map(Timestamp::as_millis);
+                    with_conn!(conn, |c| diesel::update(merchant_users::table.find(&id))
+                        .set((
+                            merchant_users::failed_logins.eq(taken),
+                            merchant_users::locked_until.eq(locked_until),
+                        ))
+                        .execute(c))?;
+                }
+                Ok(admission)
             })
             .await
             .map_err(repository_error)

@@ -8,5 +8,6 @@ mod merchant;
 mod migrations;
 mod notification;
 mod oauth;
+mod reseal;
 mod throttle;
 mod webhook;

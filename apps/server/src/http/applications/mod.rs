@@ -15,5 +15,6 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(read::get)
         .service(update::update)
         .service(rotate::rotate_key)
-        .service(rotate::rotate_webhook_secret);
+        .service(rotate::rotate_webhook_secret)
+        .service(rotate::rotate_secret);
 }

@@ -93,3 +93,42 @@ pub async fn rotate_webhook_secret(
         },
     ))
 }
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SigningSecretBody {
+    /// The new `sk_…` request-signing secret, shown this once.
+    secret: String,
+    /// Until then requests signed with the previous secret are accepted too.
+    #[schema(value_type = String, format = DateTime)]
+    previous_secret_expires_at: Timestamp,
+}
+
+/// Issues a new request-signing secret (owner, admin); requests signed with the previous one
+/// are accepted alongside it for 24 hours, so integrations switch without downtime.
+#[utoipa::path(
+    tag = "applications",
+    security(("merchantJwt" = [])),
+    params(("id" = String, Path, description = "Application id (`app_…`)")),
+    responses(
+        (status = 200, description = "Rotated", body = Envelope<SigningSecretBody>),
+        (status = 403, description = "Only owners and admins rotate the signing secret", body = ErrorBody),
+        (status = 404, description = "Not one of the merchant's applications", body = ErrorBody)
+    )
+)]
+#[post("/v1/merchants/applications/{id}/rotate-secret")]
+pub async fn rotate_secret(
+    context: web::Data<AppContext>,
+    MerchantSession(actor): MerchantSession,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let rotated = context.merchants.rotate_secret(&actor, &id).await?;
+    Ok(respond(
+        StatusCode::OK,
+        "Signing secret rotated; the previous one is accepted for 24 hours",
+        SigningSecretBody {
+            secret: rotated.secret,
+            previous_secret_expires_at: rotated.previous_expires_at,
+        },
+    ))
+}

@@ -51,7 +51,8 @@ impl From<MerchantError> for ApiError {
                     .collect(),
             ),
             MerchantError::TooSoon { retry_after_secs }
-            | MerchantError::LockedOut { retry_after_secs } => {
+            | MerchantError::LockedOut { retry_after_secs }
+            | MerchantError::Busy { retry_after_secs } => {
                 ApiError::rate_limited(error.to_string(), retry_after_secs)
             }
             MerchantError::Unavailable(source) => ApiError::internal(source),
