@@ -132,6 +132,7 @@ impl Bench {
                 .decide(
                     session,
                     Decision::Approve,
+                    idconsent_consent::DecidedBy::SandboxHelper,
                     idconsent_webhook::Effects::default(),
                 )
                 .await

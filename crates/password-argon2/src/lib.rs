@@ -151,7 +151,12 @@ mod tests {
         let held = passwords.slots.clone().acquire_owned().await.unwrap();
         let busy = passwords.verify("correct horse battery", &stored).await;
         assert!(
-            matches!(busy, Err(PasswordError::Busy { retry_after_secs: 1 })),
+            matches!(
+                busy,
+                Err(PasswordError::Busy {
+                    retry_after_secs: 1
+                })
+            ),
             "{busy:?}"
         );
         assert!(matches!(
