@@ -44,6 +44,38 @@ impl Default for FloodLimits {
     }
 }
 
+/// The rules, judged by the store inside the transaction that creates the session (read under
+/// lock → these pure verdicts → write or refuse; ADR 0018), so the arithmetic is tested here and
+/// every adapter applies the same one.
+impl FloodLimits {
+    /// Sessions created after this instant count toward `per_window`.
+    pub fn window_start(&self, now: Timestamp) -> Timestamp {
+        now.minus(self.window)
+    }
+
+    /// The refusal when the recipient already has `pending_per_application` pending sessions
+    /// from the application (`expiries`: theirs); retry when the first of them expires.
+    pub fn pending_refusal(&self, expiries: &[Timestamp], now: Timestamp) -> Option<CreateRefused> {
+        if expiries.len() < self.pending_per_application as usize {
+            return None;
+        }
+        let retry_at = expiries.iter().min().copied().unwrap_or(now);
+        Some(CreateRefused::TooManyPending { retry_at })
+    }
+
+    /// The refusal when `per_window` sessions were created for the recipient since
+    /// `window_start` (`created`: their creation times); retry when the oldest leaves the window.
+    pub fn window_refusal(&self, created: &[Timestamp], now: Timestamp) -> Option<CreateRefused> {
+        if created.len() < self.per_window as usize {
+            return None;
+        }
+        let oldest = created.iter().min().copied().unwrap_or(now);
+        Some(CreateRefused::TooManyInWindow {
+            retry_at: oldest.plus(self.window),
+        })
+    }
+}
+
 /// Why `create` refused: a limit is reached until `retry_at`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CreateRefused {
@@ -112,4 +144,56 @@ pub trait SessionRepository: Send + Sync + fmt::Debug {
 #[async_trait]
 pub trait RecipientDirectory: Send + Sync + fmt::Debug {
     async fn is_enrolled(&self, phone: &PhoneNumber) -> Result<bool, StoreError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: FloodLimits = FloodLimits {
+        pending_per_application: 2,
+        per_window: 3,
+        window: Duration::from_secs(3600),
+    };
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_millis(secs * 1000)
+    }
+
+    #[test]
+    fn pending_sessions_refuse_at_the_limit_until_the_first_expires() {
+        assert_eq!(LIMITS.pending_refusal(&[], at(0)), None);
+        assert_eq!(LIMITS.pending_refusal(&[at(300)], at(0)), None);
+        assert_eq!(
+            LIMITS.pending_refusal(&[at(300), at(120)], at(0)),
+            Some(CreateRefused::TooManyPending { retry_at: at(120) })
+        );
+    }
+
+    #[test]
+    fn the_window_refuses_at_the_limit_until_the_oldest_leaves_it() {
+        assert_eq!(LIMITS.window_start(at(4000)), at(400));
+        assert_eq!(LIMITS.window_refusal(&[at(500), at(900)], at(4000)), None);
+        assert_eq!(
+            LIMITS.window_refusal(&[at(900), at(500), at(700)], at(4000)),
+            Some(CreateRefused::TooManyInWindow { retry_at: at(4100) })
+        );
+    }
+
+    #[test]
+    fn a_zero_limit_refuses_everything_from_now() {
+        let closed = FloodLimits {
+            pending_per_application: 0,
+            per_window: 0,
+            ..LIMITS
+        };
+        assert_eq!(
+            closed.pending_refusal(&[], at(10)),
+            Some(CreateRefused::TooManyPending { retry_at: at(10) })
+        );
+        assert_eq!(
+            closed.window_refusal(&[], at(10)),
+            Some(CreateRefused::TooManyInWindow { retry_at: at(3610) })
+        );
+    }
 }

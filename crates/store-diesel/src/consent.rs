@@ -6,7 +6,7 @@ use diesel::prelude::*;
 use diesel::sql_types::Text;
 use idconsent_consent::ports::CreateError;
 use idconsent_consent::{
-    CreateRefused, FloodLimits, Session, SessionRepository, SessionStatus, StoreError, Transaction,
+    FloodLimits, Session, SessionRepository, SessionStatus, StoreError, Transaction,
 };
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{Currency, Environment, Intent, Money, PhoneNumber, Timestamp};
@@ -155,28 +155,27 @@ impl SessionRepository for DieselSessionStore {
             .write(move |mut conn| {
                 lock_recipient(conn.reborrow(), &row.recipient, session_environment(&row)?)?;
                 let now_ms = now.as_millis();
-                let window_start = now.minus(limits.window).as_millis();
+                let window_start = limits.window_start(now).as_millis();
                 let pending = pending_expiries(conn.reborrow(), &row, now_ms)?;
                 let refused = crate::with_conn!(conn.reborrow(), |c| {
                     // Pending and unexpired, from this application.
-                    if pending.len() >= limits.pending_per_application as usize {
-                        let retry_at = pending.iter().min().copied().unwrap_or(now_ms);
-                        return Ok(Some(CreateRefused::TooManyPending {
-                            retry_at: Timestamp::from_millis(retry_at),
-                        }));
+                    let pending: Vec<Timestamp> =
+                        pending.into_iter().map(Timestamp::from_millis).collect();
+                    if let Some(refused) = limits.pending_refusal(&pending, now) {
+                        return Ok(Some(refused));
                     }
                     // Created in the window, from any application.
-                    let recent: Vec<i64> = consent_sessions::table
+                    let recent: Vec<Timestamp> = consent_sessions::table
                         .filter(consent_sessions::recipient.eq(&row.recipient))
                         .filter(consent_sessions::environment.eq(&row.environment))
                         .filter(consent_sessions::created_at.gt(window_start))
                         .select(consent_sessions::created_at)
-                        .load(c)?;
-                    if recent.len() >= limits.per_window as usize {
-                        let oldest = recent.iter().min().copied().unwrap_or(now_ms);
-                        return Ok(Some(CreateRefused::TooManyInWindow {
-                            retry_at: Timestamp::from_millis(oldest).plus(limits.window),
-                        }));
+                        .load::<i64>(c)?
+                        .into_iter()
+                        .map(Timestamp::from_millis)
+                        .collect();
+                    if let Some(refused) = limits.window_refusal(&recent, now) {
+                        return Ok(Some(refused));
                     }
                     diesel::insert_into(consent_sessions::table)
                         .values(&row)
