@@ -73,6 +73,22 @@ impl TestDatabase {
         })
     }
 
+    /// Runs raw SQL (test set-up: rows as an older version wrote them).
+    pub async fn execute(&self, sql: impl Into<String>) {
+        use diesel::RunQueryDsl;
+        let sql = sql.into();
+        self.db
+            .write(move |conn| {
+                match conn {
+                    crate::AnyConnection::Sqlite(c) => diesel::sql_query(sql).execute(c)?,
+                    crate::AnyConnection::Postgres(c) => diesel::sql_query(sql).execute(c)?,
+                };
+                Ok(())
+            })
+            .await
+            .unwrap();
+    }
+
     /// A fresh database of the given backend (`None` when that backend is skipped).
     pub fn of(backend: Backend) -> Option<Self> {
         match backend {

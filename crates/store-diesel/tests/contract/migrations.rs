@@ -91,21 +91,6 @@ fn revert_through(database: &TestDatabase, name: &str) {
     panic!("no migration named {name} was applied");
 }
 
-async fn execute(database: &TestDatabase, sql: impl Into<String>) {
-    let sql = sql.into();
-    database
-        .db
-        .write(move |conn| {
-            match conn {
-                AnyConnection::Sqlite(c) => diesel::sql_query(sql).execute(c)?,
-                AnyConnection::Postgres(c) => diesel::sql_query(sql).execute(c)?,
-            };
-            Ok(())
-        })
-        .await
-        .unwrap();
-}
-
 /// Migration 000010 rebuilds grants and sessions as WITHOUT ROWID tables on SQLite: rows
 /// stored before it read the same after it.
 async fn grants_and_sessions_survive_their_rebuild(database: TestDatabase) {
@@ -118,25 +103,25 @@ async fn grants_and_sessions_survive_their_rebuild(database: TestDatabase) {
     use idconsent_store_diesel::{DieselOAuthStore, DieselSessionStore};
 
     revert_through(&database, "clustered_grants_and_sessions");
-    execute(
-        &database,
-        "INSERT INTO consent_sessions (id, application_id, client_id, environment, recipient, \
+    database
+        .execute(
+            "INSERT INTO consent_sessions (id, application_id, client_id, environment, recipient, \
          intent, transaction_type, transaction_description, amount_minor, currency, payee, \
          callback_url, status, created_at, expires_at, decided_at) VALUES ('ses_upgrade', \
          'app_upgrade', 'cli_upgrade', 'live', '+15551234567', 'OAUTH', 'oauth', 'Share', 0, \
          'USD', 'Shop', 'https://shop.example/hooks', 'approved', 1790000000000, \
          1790000300000, 1790000001000)",
-    )
-    .await;
-    execute(
-        &database,
-        "INSERT INTO oauth_grants (code_hash, sealed_code, session_id, application_id, \
+        )
+        .await;
+    database
+        .execute(
+            "INSERT INTO oauth_grants (code_hash, sealed_code, session_id, application_id, \
          redirect_uri, code_challenge, code_challenge_method, subject, scopes, claims, state, \
          approved_at, expires_at, consumed_at, token_id) VALUES ('hash_upgrade', 'sealed', \
          'ses_upgrade', 'app_upgrade', 'https://shop.example/cb', 'challenge', 'S256', \
          '+15551234567', '[\"openid\"]', '{}', 'xyz', 1790000001000, 1790000601000, NULL, NULL)",
-    )
-    .await;
+        )
+        .await;
     database.db.migrate().unwrap();
 
     let session = SessionId::from_trusted("ses_upgrade".to_owned());
@@ -161,18 +146,6 @@ async fn grants_and_sessions_survive_their_rebuild(database: TestDatabase) {
     );
 }
 
-#[tokio::test]
-async fn sqlite_grants_and_sessions_survive_their_rebuild() {
-    grants_and_sessions_survive_their_rebuild(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_grants_and_sessions_survive_their_rebuild() {
-    if let Some(database) = TestDatabase::postgres() {
-        grants_and_sessions_survive_their_rebuild(database).await;
-    }
-}
-
 /// Migration 000011 gives grants a code id: a grant stored before it, whose code has the first
 /// format (`ac_` and 64 hex digits), is found under its hash, which is what the service looks up
 /// for such a code.
@@ -181,33 +154,21 @@ async fn grants_stored_before_code_ids_are_found_by_their_hash(database: TestDat
     use idconsent_store_diesel::DieselOAuthStore;
 
     revert_through(&database, "code_ids");
-    execute(
-        &database,
-        "INSERT INTO oauth_grants (code_hash, sealed_code, session_id, application_id, \
+    database
+        .execute(
+            "INSERT INTO oauth_grants (code_hash, sealed_code, session_id, application_id, \
          redirect_uri, code_challenge, code_challenge_method, subject, scopes, claims, state, \
          approved_at, expires_at, consumed_at, token_id) VALUES ('hash_before_ids', 'sealed', \
          'ses_before_ids', 'app_upgrade', 'https://shop.example/cb', 'challenge', 'S256', \
          '+15551234567', '[]', '{}', NULL, 1790000001000, 1790000601000, NULL, NULL)",
-    )
-    .await;
+        )
+        .await;
     database.db.migrate().unwrap();
     let grants = DieselOAuthStore::new(database.db.clone());
     let read = read_grant(&grants, "hash_before_ids").await.unwrap();
     assert_eq!(read.grant.code_id, "hash_before_ids");
     assert_eq!(read.grant.code_hash, "hash_before_ids");
     assert_eq!(read.grant.session_id.as_str(), "ses_before_ids");
-}
-
-#[tokio::test]
-async fn sqlite_grants_stored_before_code_ids_are_found_by_their_hash() {
-    grants_stored_before_code_ids_are_found_by_their_hash(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_grants_stored_before_code_ids_are_found_by_their_hash() {
-    if let Some(database) = TestDatabase::postgres() {
-        grants_stored_before_code_ids_are_found_by_their_hash(database).await;
-    }
 }
 
 /// Migration 000009 rewrites remembered signatures to "<signed at>:<signature>": a request
@@ -220,9 +181,7 @@ async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase
     revert_through(&database, "time_ordered_fingerprints");
     let signed_at: i64 = 1_790_000_000_123;
     let expires_at = signed_at + 300_000;
-    execute(
-        &database,
-        format!(
+    database.execute(format!(
             "INSERT INTO request_fingerprints (fingerprint, expires_at) VALUES ('abc123', {expires_at})"
         ),
     )
@@ -240,38 +199,10 @@ async fn signatures_accepted_before_the_upgrade_stay_used(database: TestDatabase
     );
 }
 
-#[tokio::test]
-async fn sqlite_signatures_accepted_before_the_upgrade_stay_used() {
-    signatures_accepted_before_the_upgrade_stay_used(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_signatures_accepted_before_the_upgrade_stay_used() {
-    if let Some(database) = TestDatabase::postgres() {
-        signatures_accepted_before_the_upgrade_stay_used(database).await;
-    }
-}
-
-#[tokio::test]
-async fn sqlite_schema_matches_migrations() {
-    schema_matches_migrations(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_schema_matches_migrations() {
-    if let Some(database) = TestDatabase::postgres() {
-        schema_matches_migrations(database).await;
-    }
-}
-
-#[tokio::test]
-async fn sqlite_migrations_run_up_down_and_up_again() {
-    migrations_run_up_down_and_up_again(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_migrations_run_up_down_and_up_again() {
-    if let Some(database) = TestDatabase::postgres() {
-        migrations_run_up_down_and_up_again(database).await;
-    }
-}
+on_both_backends!(
+    grants_and_sessions_survive_their_rebuild,
+    grants_stored_before_code_ids_are_found_by_their_hash,
+    signatures_accepted_before_the_upgrade_stay_used,
+    schema_matches_migrations,
+    migrations_run_up_down_and_up_again,
+);

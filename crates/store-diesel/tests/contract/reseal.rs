@@ -12,20 +12,6 @@ use idconsent_store_diesel::testing::TestDatabase;
 use idconsent_store_diesel::{AnyConnection, ResealError, reseal_legacy_secrets};
 use idconsent_vault_ring::{AesGcmVault, MasterKey};
 
-async fn execute(database: &TestDatabase, sql: String) {
-    database
-        .db
-        .write(move |conn| {
-            match conn {
-                AnyConnection::Sqlite(c) => diesel::sql_query(sql).execute(c)?,
-                AnyConnection::Postgres(c) => diesel::sql_query(sql).execute(c)?,
-            };
-            Ok(())
-        })
-        .await
-        .unwrap();
-}
-
 #[derive(diesel::QueryableByName)]
 struct Text {
     #[diesel(sql_type = diesel::sql_types::Text)]
@@ -51,20 +37,17 @@ async fn text(database: &TestDatabase, sql: &str) -> Sealed {
 /// the legacy format (`secret` as given, to plant an unreadable one).
 async fn legacy_rows(database: &TestDatabase, vault: &AesGcmVault, tag: &str, secret: &Sealed) {
     let legacy = |plain: &str| vault.seal_legacy(plain.as_bytes()).as_str().to_owned();
-    execute(
-        database,
-        format!(
+    database
+        .execute(format!(
             "INSERT INTO merchants (id, business_name, contact_name, entity_type, industry, \
              email, phone, registered_name, registration_number, date_registered, \
              registry_status, status, created_at, updated_at) VALUES ('mer_{tag}', 'Shop', \
              'Ada', 'company', 'retail', '{tag}@shop.example', '+15551234567', 'Shop Ltd', \
              '12345678', '2020-01-01', 'matched', 'live', 1, 1)"
-        ),
-    )
-    .await;
-    execute(
-        database,
-        format!(
+        ))
+        .await;
+    database
+        .execute(format!(
             "INSERT INTO applications (id, merchant_id, client_id, name, callback_url, \
              redirect_uris, request_types, secret, previous_secret, previous_secret_expires_at, \
              webhook_secret, created_at, updated_at) VALUES ('app_{tag}', 'mer_{tag}', \
@@ -73,27 +56,22 @@ async fn legacy_rows(database: &TestDatabase, vault: &AesGcmVault, tag: &str, se
             secret.as_str(),
             legacy("sk_previous"),
             legacy("whsec_current"),
-        ),
-    )
-    .await;
-    execute(
-        database,
-        format!(
+        ))
+        .await;
+    database
+        .execute(format!(
             "INSERT INTO api_credentials (application_id, environment, key_hash, key_sealed, \
              generated_at) VALUES ('app_{tag}', 'live', 'hash_{tag}', '{}', 1)",
             legacy("mk_live_key")
-        ),
-    )
-    .await;
-    execute(
-        database,
-        format!(
+        ))
+        .await;
+    database
+        .execute(format!(
             "INSERT INTO oauth_signing_keys (kid, sealed_key, created_at, activates_at) \
              VALUES ('kid_{tag}', '{}', 1, 1)",
             legacy("-----BEGIN PRIVATE KEY-----")
-        ),
-    )
-    .await;
+        ))
+        .await;
 }
 
 fn opened(vault: &AesGcmVault, sealed: &Sealed, binding: SealedFor<'_>) -> String {
@@ -174,26 +152,7 @@ async fn an_unreadable_secret_stops_the_start_and_changes_nothing(database: Test
     assert!(pem.as_str().starts_with("v1."), "rolled back");
 }
 
-#[tokio::test]
-async fn sqlite_legacy_secrets_are_resealed_for_their_rows_once() {
-    legacy_secrets_are_resealed_for_their_rows_once(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_legacy_secrets_are_resealed_for_their_rows_once() {
-    if let Some(database) = TestDatabase::postgres() {
-        legacy_secrets_are_resealed_for_their_rows_once(database).await;
-    }
-}
-
-#[tokio::test]
-async fn sqlite_an_unreadable_secret_stops_the_start_and_changes_nothing() {
-    an_unreadable_secret_stops_the_start_and_changes_nothing(TestDatabase::sqlite()).await;
-}
-
-#[tokio::test]
-async fn postgres_an_unreadable_secret_stops_the_start_and_changes_nothing() {
-    if let Some(database) = TestDatabase::postgres() {
-        an_unreadable_secret_stops_the_start_and_changes_nothing(database).await;
-    }
-}
+on_both_backends!(
+    legacy_secrets_are_resealed_for_their_rows_once,
+    an_unreadable_secret_stops_the_start_and_changes_nothing,
+);
