@@ -44,6 +44,8 @@ pub fn spawn_all(
         },
     );
     let webhooks = context.workers.webhooks.clone();
+    // Each attempt runs on its own task within the dispatcher's lanes, so a receiver that hangs
+    // holds only its own attempts; an attempt that ends wakes this loop to fill its lane again.
     let deliver = spawn_loop(
         "webhooks",
         interval,
@@ -52,17 +54,17 @@ pub fn spawn_all(
         move || {
             let webhooks = webhooks.clone();
             async move {
-                match webhooks.deliver_due().await {
-                    Ok(report) => {
-                        if report.handled() > 0 {
-                            tracing::debug!(
-                                succeeded = report.succeeded,
-                                retrying = report.retrying,
-                                failed = report.failed,
-                                "webhooks delivered"
-                            );
+                match webhooks.start_due().await {
+                    Ok(attempts) => {
+                        let started = attempts.len();
+                        for attempt in attempts {
+                            tokio::spawn(async move {
+                                if let Err(error) = attempt.await {
+                                    tracing::warn!(error = %chain(&error), "recording a webhook attempt failed");
+                                }
+                            });
                         }
-                        report.handled()
+                        started
                     }
                     Err(error) => {
                         tracing::warn!(error = %chain(&error), "webhook delivery round failed");

@@ -170,6 +170,8 @@ diesel::table! {
         status -> Text,
         next_attempt_at -> Nullable<BigInt>,
         created_at -> BigInt,
+        manual_retries -> Integer,
+        manual_retries_since -> Nullable<BigInt>,
     }
 }
 

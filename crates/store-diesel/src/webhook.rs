@@ -9,7 +9,8 @@ use diesel::sql_types::{BigInt, Text};
 use idconsent_kernel::id::{ApplicationId, DeliveryId, EventId, TypedId};
 use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
 use idconsent_webhook::{
-    Attempt, Delivery, DeliveryStatus, DeliveryStore, EventType, NextStep, Outbox, StoreError,
+    Attempt, Delivery, DeliveryStatus, DeliveryStore, EventType, ManualRetries, ManualRetry,
+    NextStep, Outbox, RetryAllowance, StoreError,
 };
 
 use crate::db::{AnyConnection, Db};
@@ -267,11 +268,18 @@ impl DeliveryStore for DieselDeliveryStore {
         now: Timestamp,
         lease_until: Timestamp,
         limit: u32,
+        skip: &[ApplicationId],
     ) -> Result<Vec<Delivery>, StoreError> {
+        // Application ids have no commas: one bound text stands for the whole list.
+        let skip = skip
+            .iter()
+            .map(ApplicationId::as_str)
+            .collect::<Vec<_>>()
+            .join(",");
         let (rows, parts) = self
             .db
             .write(move |mut conn| {
-                let rows = lease_rows(conn.reborrow(), now, lease_until, limit)?;
+                let rows = lease_rows(conn.reborrow(), now, lease_until, limit, &skip)?;
                 let parts = load_parts(conn, &rows)?;
                 Ok((rows, parts))
             })
@@ -280,6 +288,23 @@ impl DeliveryStore for DieselDeliveryStore {
         let mut deliveries = assemble(rows, parts)?;
         deliveries.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
         Ok(deliveries)
+    }
+
+    async fn release(&self, ids: &[DeliveryId], at: Timestamp) -> Result<(), StoreError> {
+        let ids: Vec<String> = ids.iter().map(|id| id.as_str().to_owned()).collect();
+        self.db
+            .write(move |conn| {
+                crate::with_conn!(conn, |c| diesel::update(
+                    webhook_deliveries::table
+                        .filter(webhook_deliveries::id.eq_any(&ids))
+                        .filter(webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()))
+                )
+                .set(webhook_deliveries::next_attempt_at.eq(Some(at.as_millis())))
+                .execute(c))?;
+                Ok(())
+            })
+            .await
+            .map_err(unavailable)
     }
 
     async fn record_attempt(
@@ -336,30 +361,61 @@ impl DeliveryStore for DieselDeliveryStore {
         environment: Environment,
         id: &DeliveryId,
         now: Timestamp,
-    ) -> Result<Option<Delivery>, StoreError> {
+        allowance: RetryAllowance,
+    ) -> Result<ManualRetry, StoreError> {
         let scoped_application = application.as_str().to_owned();
         let scoped_id = id.as_str().to_owned();
-        let updated = self
+        let refused = self
             .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::update(
-                    webhook_deliveries::table
-                        .filter(webhook_deliveries::id.eq(&scoped_id))
-                        .filter(webhook_deliveries::application_id.eq(&scoped_application))
-                        .filter(webhook_deliveries::environment.eq(environment.as_str()))
+            .write(move |mut conn| {
+                // Read under lock (PostgreSQL; SQLite has one writer), judge, apply (ADR 0018).
+                let scoped = webhook_deliveries::table
+                    .filter(webhook_deliveries::id.eq(&scoped_id))
+                    .filter(webhook_deliveries::application_id.eq(&scoped_application))
+                    .filter(webhook_deliveries::environment.eq(environment.as_str()))
+                    .select((
+                        webhook_deliveries::manual_retries,
+                        webhook_deliveries::manual_retries_since,
+                    ));
+                let found: Option<(i32, Option<i64>)> = match &mut conn {
+                    AnyConnection::Sqlite(c) => scoped.first(&mut **c).optional()?,
+                    AnyConnection::Postgres(c) => scoped.for_update().first(&mut **c).optional()?,
+                };
+                let Some((count, since)) = found else {
+                    return Ok(Some(None));
+                };
+                let current = ManualRetries {
+                    count: u32::try_from(count).unwrap_or(0),
+                    since: since.map(Timestamp::from_millis),
+                };
+                let counted = match allowance.judge(current, now) {
+                    Ok(counted) => counted,
+                    Err(retry_at) => return Ok(Some(Some(retry_at))),
+                };
+                crate::with_conn!(conn, |c| diesel::update(
+                    webhook_deliveries::table.find(&scoped_id)
                 )
                 .set((
                     webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
                     webhook_deliveries::next_attempt_at.eq(Some(now.as_millis())),
+                    webhook_deliveries::manual_retries
+                        .eq(i32::try_from(counted.count).unwrap_or(i32::MAX)),
+                    webhook_deliveries::manual_retries_since
+                        .eq(counted.since.map(Timestamp::as_millis)),
                 ))
-                .execute(c))?)
+                .execute(c))?;
+                Ok(None)
             })
             .await
             .map_err(unavailable)?;
-        if updated == 0 {
-            return Ok(None);
+        match refused {
+            Some(None) => Ok(ManualRetry::NotFound),
+            Some(Some(retry_at)) => Ok(ManualRetry::Refused { retry_at }),
+            None => Ok(self
+                .find(application, environment, id)
+                .await?
+                .map_or(ManualRetry::NotFound, ManualRetry::Retried)),
         }
-        self.find(application, environment, id).await
     }
 }
 
@@ -370,26 +426,44 @@ fn lease_rows(
     now: Timestamp,
     lease_until: Timestamp,
     limit: u32,
+    skip: &str,
 ) -> Result<Vec<DeliveryRow>, DbError> {
     const LEASE: &str = "UPDATE webhook_deliveries SET next_attempt_at = $1 WHERE id IN (\
         SELECT id FROM webhook_deliveries \
-        WHERE status = $2 AND next_attempt_at <= $3 \
+        WHERE status = $2 AND next_attempt_at <= $3{SKIP} \
         ORDER BY next_attempt_at, id LIMIT $4{LOCK}) \
         RETURNING id, event_id, application_id, environment, url, status, next_attempt_at, created_at";
     let pending = DeliveryStatus::Pending.as_str();
     let rows = match conn {
-        AnyConnection::Sqlite(c) => diesel::sql_query(LEASE.replace("{LOCK}", ""))
-            .bind::<BigInt, _>(lease_until.as_millis())
-            .bind::<Text, _>(pending)
-            .bind::<BigInt, _>(now.as_millis())
-            .bind::<BigInt, _>(i64::from(limit))
-            .load(c)?,
-        AnyConnection::Postgres(c) => {
-            diesel::sql_query(LEASE.replace("{LOCK}", " FOR UPDATE SKIP LOCKED"))
+        AnyConnection::Sqlite(c) => {
+            // Numbered `?N` parameters: SQLite numbers `$N` names by first appearance, and the
+            // skip list appears before the limit.
+            let sql = LEASE
+                .replace("{LOCK}", "")
+                .replace(
+                    "{SKIP}",
+                    " AND instr(',' || $5 || ',', ',' || application_id || ',') = 0",
+                )
+                .replace('$', "?");
+            diesel::sql_query(sql)
                 .bind::<BigInt, _>(lease_until.as_millis())
                 .bind::<Text, _>(pending)
                 .bind::<BigInt, _>(now.as_millis())
                 .bind::<BigInt, _>(i64::from(limit))
+                .bind::<Text, _>(skip)
+                .load(c)?
+        }
+        AnyConnection::Postgres(c) => {
+            let sql = LEASE.replace("{LOCK}", " FOR UPDATE SKIP LOCKED").replace(
+                "{SKIP}",
+                " AND NOT (application_id = ANY (string_to_array($5, ',')))",
+            );
+            diesel::sql_query(sql)
+                .bind::<BigInt, _>(lease_until.as_millis())
+                .bind::<Text, _>(pending)
+                .bind::<BigInt, _>(now.as_millis())
+                .bind::<BigInt, _>(i64::from(limit))
+                .bind::<Text, _>(skip)
                 .load(c)?
         }
     };

@@ -16,6 +16,12 @@ use serde_json::json;
 
 use crate::model::{Attempt, DeliveryStatus, EventType, Outbox};
 use crate::ports::{DeliveryStore, NextStep, StoreError};
+use crate::retries::{ManualRetry, RetryAllowance};
+
+const ALLOWANCE: RetryAllowance = RetryAllowance {
+    per_window: 3,
+    window: std::time::Duration::from_secs(3600),
+};
 
 #[macro_export]
 macro_rules! delivery_store_contract {
@@ -30,6 +36,9 @@ macro_rules! delivery_store_contract {
             attempts_are_recorded_in_order_and_steps_applied,
             recording_an_unknown_delivery_is_not_found,
             retry_now_makes_any_delivery_due_again,
+            leasing_skips_the_given_applications_and_released_deliveries_come_back,
+            manual_retries_are_counted_per_window,
+            concurrent_manual_retries_get_no_more_than_the_allowance,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -249,7 +258,10 @@ pub async fn lease_returns_due_pending_deliveries_once(store: Arc<dyn DeliverySt
         &["https://a.example/"],
     );
     store.enqueue(&[due.clone(), later]).await.unwrap();
-    let leased = store.lease_due(at(1_000), at(31_000), 10).await.unwrap();
+    let leased = store
+        .lease_due(at(1_000), at(31_000), 10, &[])
+        .await
+        .unwrap();
     let mine: Vec<_> = leased
         .iter()
         .filter(|d| d.application_id == application)
@@ -257,7 +269,10 @@ pub async fn lease_returns_due_pending_deliveries_once(store: Arc<dyn DeliverySt
     assert_eq!(mine.len(), 1);
     assert_eq!(mine[0].id, due.destinations[0].delivery_id);
     assert_eq!(mine[0].body, due.body);
-    let again = store.lease_due(at(2_000), at(32_000), 10).await.unwrap();
+    let again = store
+        .lease_due(at(2_000), at(32_000), 10, &[])
+        .await
+        .unwrap();
     assert!(
         again
             .iter()
@@ -277,14 +292,17 @@ pub async fn an_expired_lease_makes_the_delivery_due_again(store: Arc<dyn Delive
     store.enqueue(&[event]).await.unwrap();
     assert!(
         store
-            .lease_due(at(0), at(30_000), 10)
+            .lease_due(at(0), at(30_000), 10, &[])
             .await
             .unwrap()
             .iter()
             .any(|d| d.id == id)
     );
     // The lessee died without recording anything: at-least-once means it comes back.
-    let again = store.lease_due(at(30_000), at(60_000), 10).await.unwrap();
+    let again = store
+        .lease_due(at(30_000), at(60_000), 10, &[])
+        .await
+        .unwrap();
     assert!(again.iter().any(|d| d.id == id));
 }
 
@@ -307,7 +325,10 @@ pub async fn two_workers_never_lease_the_same_delivery(store: Arc<dyn DeliverySt
         async move {
             let mut mine: Vec<DeliveryId> = Vec::new();
             loop {
-                let leased = store.lease_due(at(1_000), at(600_000), 4).await.unwrap();
+                let leased = store
+                    .lease_due(at(1_000), at(600_000), 4, &[])
+                    .await
+                    .unwrap();
                 let leased: Vec<DeliveryId> = leased
                     .into_iter()
                     .filter(|d| d.application_id == application)
@@ -370,7 +391,7 @@ pub async fn attempts_are_recorded_in_order_and_steps_applied(store: Arc<dyn Del
     assert_eq!(delivery.next_attempt_at, Some(at(300_000)));
     assert!(
         store
-            .lease_due(at(299_999), at(400_000), 100)
+            .lease_due(at(299_999), at(400_000), 100, &[])
             .await
             .unwrap()
             .iter()
@@ -390,7 +411,7 @@ pub async fn attempts_are_recorded_in_order_and_steps_applied(store: Arc<dyn Del
     assert_eq!(delivery.attempts.len(), 3);
     assert!(
         store
-            .lease_due(at(999_999_999), at(999_999_999), 100)
+            .lease_due(at(999_999_999), at(999_999_999), 100, &[])
             .await
             .unwrap()
             .iter()
@@ -431,25 +452,159 @@ pub async fn retry_now_makes_any_delivery_due_again(store: Arc<dyn DeliveryStore
         .unwrap();
     assert!(
         store
-            .retry_now(&application, Environment::Sandbox, &id, at(10))
+            .retry_now(&application, Environment::Sandbox, &id, at(10), ALLOWANCE)
             .await
             .unwrap()
-            .is_none()
+            == ManualRetry::NotFound
     );
-    let retried = store
-        .retry_now(&application, Environment::Live, &id, at(10))
+    let ManualRetry::Retried(retried) = store
+        .retry_now(&application, Environment::Live, &id, at(10), ALLOWANCE)
         .await
         .unwrap()
-        .unwrap();
+    else {
+        panic!("the owner's delivery is retried");
+    };
     assert_eq!(retried.status, DeliveryStatus::Pending);
     assert_eq!(retried.next_attempt_at, Some(at(10)));
     assert_eq!(retried.attempts.len(), 1);
     assert!(
         store
-            .lease_due(at(10), at(100), 100)
+            .lease_due(at(10), at(100), 100, &[])
             .await
             .unwrap()
             .iter()
             .any(|d| d.id == id)
     );
+}
+
+pub async fn leasing_skips_the_given_applications_and_released_deliveries_come_back(
+    store: Arc<dyn DeliveryStore>,
+) {
+    let (slow, fast) = (app(), app());
+    let slow_events: Vec<Outbox> = (0..3)
+        .map(|i| {
+            outbox(
+                &slow,
+                Environment::Sandbox,
+                at(i),
+                &["https://slow.example/"],
+            )
+        })
+        .collect();
+    let fast_event = outbox(
+        &fast,
+        Environment::Sandbox,
+        at(5),
+        &["https://fast.example/"],
+    );
+    store.enqueue(&slow_events).await.unwrap();
+    store
+        .enqueue(std::slice::from_ref(&fast_event))
+        .await
+        .unwrap();
+    let mine = |leased: &[crate::model::Delivery]| -> Vec<ApplicationId> {
+        leased
+            .iter()
+            .filter(|d| d.application_id == slow || d.application_id == fast)
+            .map(|d| d.application_id.clone())
+            .collect()
+    };
+    // The slow application is skipped: only the fast one's delivery is leased.
+    let leased = store
+        .lease_due(at(100), at(30_000), 100, std::slice::from_ref(&slow))
+        .await
+        .unwrap();
+    assert_eq!(mine(&leased), [fast.clone()]);
+    // Without the skip the slow ones are due; handed back, they are due again at once.
+    let leased = store
+        .lease_due(at(200), at(30_000), 100, &[])
+        .await
+        .unwrap();
+    let slow_ids: Vec<DeliveryId> = leased
+        .iter()
+        .filter(|d| d.application_id == slow)
+        .map(|d| d.id.clone())
+        .collect();
+    assert_eq!(slow_ids.len(), 3);
+    store.release(&slow_ids, at(300)).await.unwrap();
+    let again = store
+        .lease_due(at(300), at(30_000), 100, &[])
+        .await
+        .unwrap();
+    assert_eq!(mine(&again), [slow.clone(), slow.clone(), slow]);
+}
+
+async fn failed_delivery(
+    store: &Arc<dyn DeliveryStore>,
+    application: &ApplicationId,
+) -> DeliveryId {
+    let event = outbox(
+        application,
+        Environment::Live,
+        at(0),
+        &["https://a.example/"],
+    );
+    let id = event.destinations[0].delivery_id.clone();
+    store.enqueue(&[event]).await.unwrap();
+    let failed = Attempt {
+        at: at(1),
+        status_code: Some(500),
+        error: None,
+        duration_ms: 3,
+    };
+    store
+        .record_attempt(&id, &failed, NextStep::Failed)
+        .await
+        .unwrap();
+    id
+}
+
+pub async fn manual_retries_are_counted_per_window(store: Arc<dyn DeliveryStore>) {
+    let application = app();
+    let id = failed_delivery(&store, &application).await;
+    let retry = |offset: i64| {
+        let (store, application, id) = (store.clone(), application.clone(), id.clone());
+        async move {
+            store
+                .retry_now(&application, Environment::Live, &id, at(offset), ALLOWANCE)
+                .await
+                .unwrap()
+        }
+    };
+    for offset in [10, 20, 30] {
+        assert!(matches!(retry(offset).await, ManualRetry::Retried(_)));
+    }
+    // The fourth within the hour is refused until the window of the first ends.
+    assert_eq!(
+        retry(40).await,
+        ManualRetry::Refused {
+            retry_at: at(10 + 3_600_000)
+        }
+    );
+    assert!(matches!(
+        retry(10 + 3_600_000).await,
+        ManualRetry::Retried(_)
+    ));
+}
+
+pub async fn concurrent_manual_retries_get_no_more_than_the_allowance(
+    store: Arc<dyn DeliveryStore>,
+) {
+    let application = app();
+    let id = failed_delivery(&store, &application).await;
+    let retries = (0..20).map(|_| {
+        let (store, application, id) = (store.clone(), application.clone(), id.clone());
+        async move {
+            store
+                .retry_now(&application, Environment::Live, &id, at(10), ALLOWANCE)
+                .await
+                .unwrap()
+        }
+    });
+    let outcomes = join_all(retries).await;
+    let retried = outcomes
+        .iter()
+        .filter(|outcome| matches!(outcome, ManualRetry::Retried(_)))
+        .count();
+    assert_eq!(retried, ALLOWANCE.per_window as usize, "{outcomes:?}");
 }

@@ -1,9 +1,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::future::join_all;
-use idconsent_kernel::Clock;
+use futures_util::future::BoxFuture;
+use idconsent_kernel::id::DeliveryId;
+use idconsent_kernel::{Clock, Nudge};
 
+use crate::lanes::Lanes;
 use crate::model::{Attempt, Delivery};
 use crate::ports::{
     DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError, WebhookRequest,
@@ -11,19 +13,11 @@ use crate::ports::{
 };
 use crate::schedule::RetrySchedule;
 
-/// What one round did.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct DeliveryReport {
-    pub succeeded: usize,
-    pub retrying: usize,
-    pub failed: usize,
-}
-
-impl DeliveryReport {
-    pub fn handled(&self) -> usize {
-        self.succeeded + self.retrying + self.failed
-    }
-}
+/// One attempt started by [`Dispatcher::start_due`], to be run to completion by the caller (on
+/// its own task: a slow receiver holds only its own attempt). It records the outcome and frees
+/// the application's lane slot, and fails only when the outcome could not be recorded (the
+/// lease then ends and the delivery is attempted again).
+pub type StartedAttempt = BoxFuture<'static, Result<NextStep, StoreError>>;
 
 fn unposted(reason: &str) -> PostOutcome {
     PostOutcome::NoAnswer {
@@ -55,7 +49,9 @@ impl Dispatcher {
     }
 }
 
-/// Delivers due webhooks.
+/// Delivers due webhooks, fairly: each attempt runs on its own, within lanes that bound how
+/// many run at once in all (64) and per application (4), so one application whose endpoint
+/// hangs fills only its own lane (ADR 0027).
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
     store: Arc<dyn DeliveryStore>,
@@ -64,8 +60,9 @@ pub struct Dispatcher {
     secrets: Arc<dyn SigningSecrets>,
     clock: Arc<dyn Clock>,
     schedule: RetrySchedule,
-    /// Deliveries posted at once per round.
-    batch: u32,
+    lanes: Arc<Lanes>,
+    /// Told when an attempt ends, so the caller leases again for the lane it freed.
+    finished: Option<Arc<dyn Nudge>>,
     /// The receiver's deadline (CONTRACT §8: 5 seconds).
     timeout: Duration,
 }
@@ -86,27 +83,71 @@ impl Dispatcher {
             secrets,
             clock,
             schedule,
-            batch: 32,
+            lanes: Arc::new(Lanes::new(64, 4)),
+            finished: None,
             timeout: Duration::from_secs(5),
         }
     }
 
-    /// Leases due deliveries and attempts them concurrently.
-    pub async fn deliver_due(&self) -> Result<DeliveryReport, StoreError> {
+    /// Lanes of other sizes: `total` attempts at once, `per_application` for one application.
+    pub fn with_lanes(mut self, total: usize, per_application: usize) -> Self {
+        self.lanes = Arc::new(Lanes::new(total, per_application));
+        self
+    }
+
+    /// Nudged whenever an attempt ends.
+    pub fn on_finished(mut self, nudge: Arc<dyn Nudge>) -> Self {
+        self.finished = Some(nudge);
+        self
+    }
+
+    /// Leases due deliveries for the free lanes (skipping applications whose lane is full) and
+    /// returns their attempts, not yet run. Leased deliveries that do not fit a lane are handed
+    /// back at once, due as before.
+    pub async fn start_due(&self) -> Result<Vec<StartedAttempt>, StoreError> {
+        let free = self.lanes.free();
+        if free == 0 {
+            return Ok(Vec::new());
+        }
         let now = self.clock.now();
         // The lease outlives the slowest attempt (the timeout) with room to record it.
         let lease_until = now.plus(self.timeout * 6);
-        let due = self.store.lease_due(now, lease_until, self.batch).await?;
-        let outcomes = join_all(due.into_iter().map(|delivery| self.attempt(delivery))).await;
-        let mut report = DeliveryReport::default();
-        for outcome in outcomes {
-            match outcome? {
-                NextStep::Succeeded => report.succeeded += 1,
-                NextStep::RetryAt(_) => report.retrying += 1,
-                NextStep::Failed => report.failed += 1,
-            }
+        let limit = u32::try_from(free).unwrap_or(u32::MAX);
+        let full = self.lanes.full();
+        let leased = self.store.lease_due(now, lease_until, limit, &full).await?;
+        let admission = self.lanes.admit(leased);
+        if !admission.excess.is_empty() {
+            let excess: Vec<DeliveryId> = admission.excess.into_iter().map(|d| d.id).collect();
+            self.store.release(&excess, now).await?;
         }
-        Ok(report)
+        Ok(admission
+            .admitted
+            .into_iter()
+            .map(|delivery| {
+                let dispatcher = self.clone();
+                let attempt: StartedAttempt = Box::pin(async move {
+                    let application = delivery.application_id.clone();
+                    let outcome = dispatcher.attempt(delivery).await;
+                    dispatcher.lanes.finish(&application);
+                    if let Some(finished) = &dispatcher.finished {
+                        finished.nudge();
+                    }
+                    outcome
+                });
+                attempt
+            })
+            .collect())
+    }
+
+    /// Attempts every due delivery that fits the lanes and waits for them: one round, for
+    /// callers without their own tasks (tests, a one-off command).
+    pub async fn deliver_due(&self) -> Result<usize, StoreError> {
+        let started = self.start_due().await?;
+        let count = started.len();
+        for outcome in futures_util::future::join_all(started).await {
+            outcome?;
+        }
+        Ok(count)
     }
 
     async fn attempt(&self, delivery: Delivery) -> Result<NextStep, StoreError> {

@@ -2,9 +2,11 @@
 
 mod dispatcher;
 mod effects;
+mod lanes;
 mod log;
 mod model;
 pub mod ports;
+mod retries;
 mod schedule;
 
 #[cfg(feature = "contract")]
@@ -12,12 +14,14 @@ pub mod contract;
 #[cfg(feature = "contract")]
 pub mod transport_contract;
 
-pub use dispatcher::{DeliveryReport, Dispatcher};
+pub use dispatcher::{Dispatcher, StartedAttempt};
 pub use effects::Effects;
+pub use lanes::{Admission, Lanes};
 pub use log::{DeliveryLog, DeliveryLogError};
 pub use model::{Attempt, Delivery, DeliveryStatus, Destination, Event, EventType, Outbox};
 pub use ports::{
     DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError, WebhookRequest,
     WebhookSigner, WebhookTransport,
 };
+pub use retries::{ManualRetries, ManualRetry, RetryAllowance};
 pub use schedule::{InvalidSchedule, RetrySchedule};

@@ -9,6 +9,7 @@ use idconsent_kernel::{
 
 use crate::model::{Delivery, DeliveryStatus};
 use crate::ports::{DeliveryStore, StoreError};
+use crate::retries::{ManualRetry, RetryAllowance};
 
 #[derive(Debug, thiserror::Error)]
 pub enum DeliveryLogError {
@@ -16,6 +17,8 @@ pub enum DeliveryLogError {
     Invalid(#[from] ValidationErrors),
     #[error("Delivery not found")]
     NotFound,
+    #[error("This delivery was retried 10 times in the last hour; try again later")]
+    TooManyRetries { retry_after_secs: u64 },
     #[error("webhook storage failed")]
     Unavailable(#[source] StoreError),
 }
@@ -25,6 +28,7 @@ impl DeliveryLogError {
         match self {
             DeliveryLogError::Invalid(_) => ErrorCategory::Validation,
             DeliveryLogError::NotFound => ErrorCategory::NotFound,
+            DeliveryLogError::TooManyRetries { .. } => ErrorCategory::RateLimited,
             DeliveryLogError::Unavailable(_) => ErrorCategory::Internal,
         }
     }
@@ -73,8 +77,9 @@ impl DeliveryLog {
             .map_err(DeliveryLogError::Unavailable)
     }
 
-    /// Sends a delivery again now, whatever its status, with the same `webhook-id` and body.
-    /// Another application's (or environment's) delivery is not found.
+    /// Sends a delivery again now, whatever its status, with the same `webhook-id` and body —
+    /// at most 10 times an hour per delivery. Another application's (or environment's)
+    /// delivery is not found.
     pub async fn retry(
         &self,
         application: &ApplicationId,
@@ -82,12 +87,27 @@ impl DeliveryLog {
         id: &str,
     ) -> Result<Delivery, DeliveryLogError> {
         let id = DeliveryId::parse(id).map_err(|_| DeliveryLogError::NotFound)?;
-        let delivery = self
+        let now = self.clock.now();
+        let delivery = match self
             .store
-            .retry_now(application, environment, &id, self.clock.now())
+            .retry_now(
+                application,
+                environment,
+                &id,
+                now,
+                RetryAllowance::default(),
+            )
             .await
             .map_err(DeliveryLogError::Unavailable)?
-            .ok_or(DeliveryLogError::NotFound)?;
+        {
+            ManualRetry::Retried(delivery) => delivery,
+            ManualRetry::NotFound => return Err(DeliveryLogError::NotFound),
+            ManualRetry::Refused { retry_at } => {
+                return Err(DeliveryLogError::TooManyRetries {
+                    retry_after_secs: retry_at.since(now).as_secs().max(1),
+                });
+            }
+        };
         if let Some(nudge) = &self.retried {
             nudge.nudge();
         }

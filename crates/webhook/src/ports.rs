@@ -8,6 +8,7 @@ use idconsent_kernel::id::{ApplicationId, DeliveryId};
 use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
 
 use crate::model::{Attempt, Delivery, DeliveryStatus, Outbox};
+use crate::retries::{ManualRetry, RetryAllowance};
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -33,13 +34,16 @@ pub enum NextStep {
 /// - `list` returns one application's deliveries in one environment, newest first, optionally
 ///   by status, with attempts oldest first; `find` is scoped the same way (another
 ///   application's or environment's delivery is `None`).
-/// - `lease_due` returns pending deliveries due at `now`, oldest first, at most `limit`, and
-///   moves their next attempt to `lease_until`; concurrent callers (other processes too) never
-///   receive the same delivery while its lease lasts, and a delivery whose lessee died is due
-///   again when the lease ends.
+/// - `lease_due` returns pending deliveries due at `now`, oldest first, at most `limit`, none of
+///   an application in `skip`, and moves their next attempt to `lease_until`; concurrent callers
+///   (other processes too) never receive the same delivery while its lease lasts, and a
+///   delivery whose lessee died is due again when the lease ends.
+/// - `release` makes leased, still pending deliveries due again at `at` (a lease handed back).
 /// - `record_attempt` appends the attempt and applies `next`; unknown ids are `NotFound`.
 /// - `retry_now` makes any delivery of that application and environment pending and due at
-///   `now` (keeping its attempts); `None` when not found.
+///   `now` (keeping its attempts), unless `allowance` refuses it for the delivery's manual
+///   retries so far — judged and counted atomically, so concurrent retries get no more than the
+///   allowance. Another application's or environment's delivery is `NotFound`.
 #[async_trait]
 pub trait DeliveryStore: Send + Sync + fmt::Debug {
     async fn enqueue(&self, outbox: &[Outbox]) -> Result<(), StoreError>;
@@ -61,7 +65,9 @@ pub trait DeliveryStore: Send + Sync + fmt::Debug {
         now: Timestamp,
         lease_until: Timestamp,
         limit: u32,
+        skip: &[ApplicationId],
     ) -> Result<Vec<Delivery>, StoreError>;
+    async fn release(&self, ids: &[DeliveryId], at: Timestamp) -> Result<(), StoreError>;
     async fn record_attempt(
         &self,
         id: &DeliveryId,
@@ -74,7 +80,8 @@ pub trait DeliveryStore: Send + Sync + fmt::Debug {
         environment: Environment,
         id: &DeliveryId,
         now: Timestamp,
-    ) -> Result<Option<Delivery>, StoreError>;
+        allowance: RetryAllowance,
+    ) -> Result<ManualRetry, StoreError>;
 }
 
 /// A signed webhook request.

@@ -19,16 +19,19 @@ pub fn build(shared: &Shared, merchants: &Merchants) -> Result<Webhooks, WiringE
     let config = &shared.config;
     let store: Arc<dyn DeliveryStore> = Arc::new(DieselDeliveryStore::new(shared.db.clone()));
     Ok(Webhooks {
-        dispatcher: Arc::new(Dispatcher::new(
-            store.clone(),
-            Arc::new(HttpWebhookTransport::new(
-                config.webhooks.allow_private_callbacks,
-            )?),
-            Arc::new(idconsent_auth_hmac::HmacWebhookSigner),
-            merchants.signing_secrets.clone(),
-            shared.clock.clone(),
-            config.webhooks.retry.clone(),
-        )),
+        dispatcher: Arc::new(
+            Dispatcher::new(
+                store.clone(),
+                Arc::new(HttpWebhookTransport::new(
+                    config.webhooks.allow_private_callbacks,
+                )?),
+                Arc::new(idconsent_auth_hmac::HmacWebhookSigner),
+                merchants.signing_secrets.clone(),
+                shared.clock.clone(),
+                config.webhooks.retry.clone(),
+            )
+            .on_finished(shared.outbox_written()),
+        ),
         log: Arc::new(DeliveryLog::new(
             store,
             shared.clock.clone(),

@@ -14,6 +14,9 @@ impl From<idconsent_webhook::DeliveryLogError> for crate::http::error::ApiError 
         match error {
             DeliveryLogError::Invalid(errors) => Self::validation(errors),
             DeliveryLogError::Unavailable(source) => Self::internal(source),
+            DeliveryLogError::TooManyRetries { retry_after_secs } => {
+                Self::rate_limited(error.to_string(), retry_after_secs)
+            }
             other => Self::new(other.category(), other.to_string()),
         }
     }
