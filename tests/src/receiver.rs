@@ -14,6 +14,8 @@ use tokio::net::TcpListener;
 pub struct Received {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// When the request was complete (for delivery-delay measurements).
+    pub at: std::time::Instant,
 }
 
 impl Received {
@@ -115,6 +117,20 @@ impl Receiver {
     }
 
     /// Waits for an event of `event_type` whose data has `sessionId == session`.
+    /// A receiver that accepts connections and never answers: a merchant endpoint that hangs.
+    /// Connections stay open for as long as the returned value lives.
+    pub async fn hanging() -> (String, tokio::task::JoinHandle<()>) {
+        let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/hooks", listener.local_addr().unwrap());
+        let holder = tokio::spawn(async move {
+            let mut held = Vec::new();
+            while let Ok((stream, _)) = listener.accept().await {
+                held.push(stream);
+            }
+        });
+        (url, holder)
+    }
+
     pub async fn event(&self, event_type: &str, session: &str) -> Received {
         self.wait_for(|received| {
             received
@@ -157,7 +173,11 @@ async fn serve(stream: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
         }
         let status = {
             let mut state = state.lock().unwrap();
-            state.received.push(Received { headers, body });
+            state.received.push(Received {
+                headers,
+                body,
+                at: std::time::Instant::now(),
+            });
             let default = state.default;
             state.script.pop_front().unwrap_or(default)
         };
