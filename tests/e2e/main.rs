@@ -12,4 +12,5 @@ mod limits;
 mod merchants;
 mod oauth;
 mod oauth_browser;
+mod outage;
 mod webhooks;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use idconsent_kernel::ShiftedClock;
 
 pub mod enduser;
+pub mod proxy;
 pub mod receiver;
 pub mod scenario;
 
@@ -43,6 +44,16 @@ impl TestApp {
         backend: Backend,
         adjust: impl FnOnce(&mut idconsent_server::Config),
     ) -> Option<Self> {
+        Self::start_routed(backend, str::to_owned, adjust).await
+    }
+
+    /// Like [`TestApp::start_with`], the service reaching its database at `route(url)` (through
+    /// a [`proxy::TcpProxy`], say) while the test keeps the direct URL.
+    pub async fn start_routed(
+        backend: Backend,
+        route: impl FnOnce(&str) -> String,
+        adjust: impl FnOnce(&mut idconsent_server::Config),
+    ) -> Option<Self> {
         // IDC_TEST_LOG=debug shows the servers' logs (all tests of the binary share them).
         if let Ok(filter) = std::env::var("IDC_TEST_LOG") {
             let _ = tracing_subscriber::fmt()
@@ -55,7 +66,7 @@ impl TestApp {
         let clock = Arc::new(ShiftedClock::new());
         let mut config = idconsent_server::Config::for_tests(
             PathBuf::from(data_dir.path()),
-            database.url.clone(),
+            route(&database.url),
         );
         config.clock = Some(clock.clone());
         adjust(&mut config);
@@ -137,6 +148,28 @@ impl TestApp {
         idconsent_server::start(config).await.unwrap()
     }
 
+    /// Holds the SQLite database's write lock from another connection until the guard is
+    /// dropped: the service's writes wait `busy_timeout`, then fail as "database is locked".
+    pub async fn hold_write_lock(&self) -> WriteLock {
+        let (release, released) = std::sync::mpsc::channel::<()>();
+        let (locked, is_locked) = tokio::sync::oneshot::channel::<()>();
+        let db = self._database.db.clone();
+        let holder = tokio::spawn(async move {
+            let _ = db
+                .write(move |_| {
+                    let _ = locked.send(());
+                    let _ = released.recv();
+                    Ok(())
+                })
+                .await;
+        });
+        is_locked.await.unwrap();
+        WriteLock {
+            release: Some(release),
+            holder: Some(holder),
+        }
+    }
+
     /// Stops the server but keeps its database and data directory, for a restart.
     pub async fn stop_server(&mut self) {
         if let Some(server) = self.server.take() {
@@ -148,6 +181,28 @@ impl TestApp {
         if let Some(server) = self.server.take() {
             server.stop().await;
         }
+    }
+}
+
+/// A held SQLite write lock ([`TestApp::hold_write_lock`]); `release` (or drop) lets go.
+#[derive(Debug)]
+pub struct WriteLock {
+    release: Option<std::sync::mpsc::Sender<()>>,
+    holder: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl WriteLock {
+    pub async fn release(mut self) {
+        self.release.take();
+        if let Some(holder) = self.holder.take() {
+            holder.await.unwrap();
+        }
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        self.release.take();
     }
 }
 

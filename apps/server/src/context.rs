@@ -47,6 +47,8 @@ pub struct AppContext {
     /// Mints request ids.
     pub request_ids: Arc<dyn IdGenerator>,
     pub metrics: Arc<Metrics>,
+    /// Whether the database answers (workers and `/readyz` report to it).
+    pub health: Arc<crate::health::DatabaseHealth>,
     pub docs: Arc<ApiDocs>,
     pub wake: Wake,
 }

@@ -4,6 +4,7 @@ mod admin;
 pub mod cli;
 pub mod config;
 pub mod context;
+mod health;
 pub mod http;
 pub mod server;
 mod telemetry;

@@ -8,7 +8,23 @@ use std::time::Duration;
 use tokio::sync::{Notify, watch};
 use tokio::task::JoinHandle;
 
+use idconsent_kernel::{OsRandom, RandomSource, storage_unavailable};
+
 use crate::context::AppContext;
+use crate::health::DatabaseHealth;
+
+/// Why a worker round failed: what it was doing, and the error.
+pub(crate) struct RoundError {
+    what: &'static str,
+    error: Box<dyn std::error::Error + Send + Sync>,
+}
+
+fn failed(what: &'static str, error: impl std::error::Error + Send + Sync + 'static) -> RoundError {
+    RoundError {
+        what,
+        error: Box::new(error),
+    }
+}
 
 /// Starts every background worker.
 pub fn spawn_all(
@@ -16,7 +32,7 @@ pub fn spawn_all(
     shutdown: &watch::Receiver<bool>,
 ) -> Vec<JoinHandle<()>> {
     let interval = context.config.worker_poll_interval;
-    let dispatcher = context.workers.notifications.clone();
+    let health = &context.health;
     let requests = context.requests.clone();
     let endusers = context.endusers.clone();
     let send_limits = context.send_limits.clone();
@@ -25,21 +41,27 @@ pub fn spawn_all(
         Duration::from_secs(60),
         Arc::new(Notify::new()),
         shutdown.clone(),
+        health.clone(),
         move || {
             let (requests, endusers, send_limits) =
                 (requests.clone(), endusers.clone(), send_limits.clone());
             async move {
                 // Replay fingerprints and idempotency keys only matter until they expire.
-                if let Err(error) = requests.forget_expired().await {
-                    tracing::warn!(error = %chain(&error), "forgetting expired request fingerprints or idempotency keys failed");
-                }
-                if let Err(error) = send_limits.forget_old().await {
-                    tracing::warn!(error = %chain(&error), "forgetting old send-limit counters failed");
-                }
-                if let Err(error) = endusers.forget_expired_challenges().await {
-                    tracing::warn!(error = %chain(&error), "forgetting expired FIDO challenges failed");
-                }
-                0
+                requests.forget_expired().await.map_err(|error| {
+                    failed(
+                        "forgetting expired request fingerprints or idempotency keys",
+                        error,
+                    )
+                })?;
+                send_limits
+                    .forget_old()
+                    .await
+                    .map_err(|error| failed("forgetting old send-limit counters", error))?;
+                endusers
+                    .forget_expired_challenges()
+                    .await
+                    .map_err(|error| failed("forgetting expired FIDO challenges", error))?;
+                Ok(0)
             }
         },
     );
@@ -51,26 +73,24 @@ pub fn spawn_all(
         interval,
         context.wake.webhooks.clone(),
         shutdown.clone(),
+        health.clone(),
         move || {
             let webhooks = webhooks.clone();
             async move {
-                match webhooks.start_due().await {
-                    Ok(attempts) => {
-                        let started = attempts.len();
-                        for attempt in attempts {
-                            tokio::spawn(async move {
-                                if let Err(error) = attempt.await {
-                                    tracing::warn!(error = %chain(&error), "recording a webhook attempt failed");
-                                }
-                            });
+                let attempts = webhooks
+                    .start_due()
+                    .await
+                    .map_err(|error| failed("webhook delivery round", error))?;
+                let started = attempts.len();
+                for attempt in attempts {
+                    tokio::spawn(async move {
+                        if let Err(error) = attempt.await {
+                            // The lease ends and the delivery is attempted again.
+                            tracing::warn!(error = %chain(&error), "recording a webhook attempt failed");
                         }
-                        started
-                    }
-                    Err(error) => {
-                        tracing::warn!(error = %chain(&error), "webhook delivery round failed");
-                        0
-                    }
+                    });
                 }
+                Ok(started)
             }
         },
     );
@@ -82,16 +102,14 @@ pub fn spawn_all(
         interval,
         Arc::new(Notify::new()),
         shutdown.clone(),
+        health.clone(),
         move || {
             let consents = consents.clone();
             async move {
-                match consents.expire_due().await {
-                    Ok(expired) => expired,
-                    Err(error) => {
-                        tracing::warn!(error = %chain(&error), "consent expiry round failed");
-                        0
-                    }
-                }
+                consents
+                    .expire_due()
+                    .await
+                    .map_err(|error| failed("consent expiry round", error))
             }
         },
     );
@@ -102,13 +120,15 @@ pub fn spawn_all(
         oauth_keys.reload_interval(),
         Arc::new(Notify::new()),
         shutdown.clone(),
+        health.clone(),
         move || {
             let oauth_keys = oauth_keys.clone();
             async move {
-                if let Err(error) = oauth_keys.reload().await {
-                    tracing::warn!(error = %chain(&error), "reloading the OAuth signing keys failed");
-                }
-                0
+                oauth_keys
+                    .reload()
+                    .await
+                    .map_err(|error| failed("reloading the OAuth signing keys", error))?;
+                Ok(0)
             }
         },
     );
@@ -119,54 +139,44 @@ pub fn spawn_all(
         interval,
         Arc::new(Notify::new()),
         shutdown.clone(),
+        health.clone(),
         move || {
             let recoveries = recoveries.clone();
             async move {
-                match recoveries.activate_due_recoveries().await {
-                    Ok(activated) => activated,
-                    Err(error) => {
-                        tracing::warn!(error = %chain(&error), "activating recovered devices failed");
-                        0
-                    }
-                }
+                recoveries
+                    .activate_due_recoveries()
+                    .await
+                    .map_err(|error| failed("activating recovered devices", error))
             }
         },
     );
-    vec![
-        recover,
-        reload_keys,
-        maintenance,
-        deliver,
-        expire,
-        spawn_loop(
-            "notifications",
-            interval,
-            context.wake.notifications.clone(),
-            shutdown.clone(),
-            move || {
-                let dispatcher = dispatcher.clone();
-                async move {
-                    match dispatcher.dispatch_due().await {
-                        Ok(report) => {
-                            if report.handled() > 0 {
-                                tracing::info!(
-                                    delivered = report.delivered,
-                                    retried = report.retried,
-                                    failed = report.failed,
-                                    "notifications dispatched"
-                                );
-                            }
-                            report.handled()
-                        }
-                        Err(error) => {
-                            tracing::warn!(error = %chain(&error), "notification dispatch failed");
-                            0
-                        }
-                    }
+    let dispatcher = context.workers.notifications.clone();
+    let notify = spawn_loop(
+        "notifications",
+        interval,
+        context.wake.notifications.clone(),
+        shutdown.clone(),
+        health.clone(),
+        move || {
+            let dispatcher = dispatcher.clone();
+            async move {
+                let report = dispatcher
+                    .dispatch_due()
+                    .await
+                    .map_err(|error| failed("notification dispatch", error))?;
+                if report.handled() > 0 {
+                    tracing::info!(
+                        delivered = report.delivered,
+                        retried = report.retried,
+                        failed = report.failed,
+                        "notifications dispatched"
+                    );
                 }
-            },
-        ),
-    ]
+                Ok(report.handled())
+            }
+        },
+    );
+    vec![recover, reload_keys, maintenance, deliver, expire, notify]
 }
 
 /// An error with all its causes, for one log line.
@@ -181,36 +191,91 @@ pub fn chain(error: &dyn std::error::Error) -> String {
     text
 }
 
+/// The longest a worker waits between rounds while the database is away.
+const MAX_BACKOFF: Duration = Duration::from_secs(5);
+
 /// Runs `round` until shutdown: again at once while it finds work, otherwise after `interval`
-/// or when `wake` is notified.
+/// or when `wake` is notified. While the database is unreachable it backs off — doubling the
+/// wait up to [`MAX_BACKOFF`], with jitter so processes do not return in step — and reports to
+/// `health`, which logs the outage once and the return once.
 pub(crate) fn spawn_loop<F, Fut>(
     name: &'static str,
     interval: Duration,
     wake: Arc<Notify>,
     mut shutdown: watch::Receiver<bool>,
+    health: Arc<DatabaseHealth>,
     round: F,
 ) -> JoinHandle<()>
 where
     F: Fn() -> Fut + Send + 'static,
-    Fut: Future<Output = usize> + Send,
+    Fut: Future<Output = Result<usize, RoundError>> + Send,
 {
     tokio::spawn(async move {
         tracing::debug!(worker = name, "worker started");
+        let mut failures: u32 = 0;
         loop {
             if *shutdown.borrow() {
                 break;
             }
-            let handled = round().await;
-            if handled > 0 {
-                continue;
-            }
+            let wait = match round().await {
+                Ok(handled) => {
+                    health.answered(name);
+                    failures = 0;
+                    if handled > 0 {
+                        continue;
+                    }
+                    interval
+                }
+                Err(RoundError { what, error }) => match storage_unavailable(&*error) {
+                    Some(unavailable) => {
+                        health.unreachable(name, &unavailable.reason);
+                        failures = failures.saturating_add(1);
+                        backoff(interval, failures)
+                    }
+                    None => {
+                        tracing::warn!(worker = name, error = %chain(&*error), "{what} failed");
+                        interval
+                    }
+                },
+            };
             tokio::select! {
                 _ = wake.notified() => {}
-                _ = tokio::time::sleep(interval) => {}
+                _ = tokio::time::sleep(wait) => {}
                 // A dropped sender (the server value went away without `stop`) also ends the loop.
                 changed = shutdown.changed() => if changed.is_err() { break },
             }
         }
         tracing::debug!(worker = name, "worker stopped");
     })
+}
+
+/// `interval` doubled per failure in a row, at most [`MAX_BACKOFF`], then between half and all
+/// of that (full jitter keeps several processes from retrying in step).
+fn backoff(interval: Duration, failures: u32) -> Duration {
+    let doubled = interval.saturating_mul(1 << failures.min(16));
+    let ceiling = doubled.min(MAX_BACKOFF).max(Duration::from_millis(1));
+    let millis = u64::try_from(ceiling.as_millis()).unwrap_or(u64::MAX / 4);
+    let random: &dyn RandomSource = &OsRandom;
+    let jitter = random.below(millis / 2 + 1);
+    Duration::from_millis(millis / 2 + jitter)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_ceiling_with_jitter() {
+        let interval = Duration::from_millis(100);
+        for failures in 1..40 {
+            let wait = backoff(interval, failures);
+            let ceiling = interval
+                .saturating_mul(1 << failures.min(16))
+                .min(MAX_BACKOFF);
+            assert!(
+                wait <= ceiling && wait >= ceiling / 2,
+                "{failures}: {wait:?}"
+            );
+        }
+    }
 }

@@ -16,6 +16,7 @@ pub mod random;
 pub mod secrets;
 pub mod text;
 pub mod throttle;
+pub mod unavailable;
 pub mod usage;
 pub mod web_url;
 
@@ -35,5 +36,6 @@ pub use random::{OsRandom, RandomSource, SeededRandom};
 pub use secrets::{KeyedHash, Sealed, SealedFor, SecretVault, VaultError, constant_time_eq};
 pub use text::{DisplayText, TextError};
 pub use throttle::{Throttle, ThrottleError};
+pub use unavailable::{StorageUnavailable, storage_unavailable};
 pub use usage::{Charge, Metering, MeteringError, Metric, QuotaExceeded, Unmetered, UsagePeriod};
 pub use web_url::WebUrl;

@@ -505,6 +505,9 @@ fn poisons_group(error: &DbError) -> bool {
 
 /// The error of a write whose group was not committed.
 fn not_committed(failure: &DbError) -> DbError {
+    if let DbError::Unreachable(unavailable) = failure {
+        return DbError::Unreachable(unavailable.clone());
+    }
     DbError::Query(diesel::result::Error::DatabaseError(
         diesel::result::DatabaseErrorKind::Unknown,
         Box::new(format!("the write was not committed: {failure}")),

@@ -258,7 +258,7 @@ impl From<AccessError> for ApiError {
         match error {
             AccessError::Denied(denied) => ApiError::unauthorized(denied.to_string()),
             AccessError::InvalidIdempotencyKey => ApiError::bad_request(error.to_string()),
-            AccessError::Unavailable(source) => ApiError::internal(source),
+            AccessError::Unavailable(source) => ApiError::failure(&*source),
         }
     }
 }

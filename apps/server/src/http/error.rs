@@ -56,7 +56,19 @@ pub struct ApiError {
     message: String,
     details: Vec<FieldErrorBody>,
     headers: Vec<(HeaderName, HeaderValue)>,
+    /// Why a 503 was answered, for the metrics middleware (`http_unavailable{cause}`).
+    unavailable_cause: Option<&'static str>,
 }
+
+/// The response extension that tells the metrics middleware why a 503 was answered.
+#[derive(Debug, Clone, Copy)]
+pub struct UnavailableCause(pub &'static str);
+
+/// What every 503 for an unreachable database says (issue 19).
+pub const SERVICE_UNAVAILABLE_MESSAGE: &str = "The service is temporarily unavailable; retry later";
+
+/// The `Retry-After` of a 503 for an unreachable database, in seconds.
+pub const DATABASE_RETRY_AFTER_SECS: u64 = 5;
 
 impl ApiError {
     pub fn new(category: ErrorCategory, message: impl Into<String>) -> Self {
@@ -74,6 +86,7 @@ impl ApiError {
             message: message.into(),
             details: Vec::new(),
             headers: Vec::new(),
+            unavailable_cause: None,
         }
     }
 
@@ -155,6 +168,26 @@ impl ApiError {
             "unsupported_media_type",
             "Content-Type must be application/json",
         )
+    }
+
+    /// A failure from below a service: 503 with `Retry-After` when the storage could not be
+    /// reached (a [`idconsent_kernel::StorageUnavailable`] in its source chain) — the request
+    /// was fine, the service is temporarily unable — else an internal failure (500).
+    pub fn failure(cause: &(dyn std::error::Error + 'static)) -> Self {
+        if let Some(unavailable) = idconsent_kernel::storage_unavailable(cause) {
+            // One line per request at debug: the workers log the outage itself once.
+            tracing::debug!(reason = %unavailable.reason, "answered 503: storage unavailable");
+            let mut error =
+                Self::unavailable(SERVICE_UNAVAILABLE_MESSAGE, DATABASE_RETRY_AFTER_SECS);
+            error.unavailable_cause = Some("database");
+            return error;
+        }
+        Self::internal(crate::workers::chain(cause))
+    }
+
+    /// Whether this is a 503 (the storage could not be reached).
+    pub fn is_unavailable(&self) -> bool {
+        self.status == StatusCode::SERVICE_UNAVAILABLE
     }
 
     /// An internal failure: logged once here (inside the request's span, so with its request
@@ -242,7 +275,11 @@ impl ResponseError for ApiError {
         for (name, value) in &self.headers {
             response.insert_header((name.clone(), value.clone()));
         }
-        response.json(self.body())
+        let mut response = response.json(self.body());
+        if let Some(cause) = self.unavailable_cause {
+            response.extensions_mut().insert(UnavailableCause(cause));
+        }
+        response
     }
 }
 

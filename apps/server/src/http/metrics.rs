@@ -5,6 +5,7 @@ use std::sync::Mutex;
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::Histogram;
 use prometheus_client::registry::Registry;
 
@@ -13,6 +14,11 @@ struct RequestLabels {
     method: String,
     route: String,
     status: u16,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CauseLabels {
+    cause: String,
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -31,6 +37,8 @@ pub struct Metrics {
     registry: Mutex<Registry>,
     requests: Family<RequestLabels, Counter>,
     latency: Family<RouteLabels, Histogram, fn() -> Histogram>,
+    unavailable: Family<CauseLabels, Counter>,
+    database_up: Gauge,
 }
 
 fn latency_histogram() -> Histogram {
@@ -60,11 +68,40 @@ impl Metrics {
             "HTTP request latency by method and route pattern",
             latency.clone(),
         );
+        let unavailable = Family::<CauseLabels, Counter>::default();
+        registry.register(
+            "http_unavailable",
+            "503 answers by cause (database: the database could not be reached)",
+            unavailable.clone(),
+        );
+        let database_up = Gauge::default();
+        database_up.set(1);
+        registry.register(
+            "database_up",
+            "1 while the database answers, 0 while it is unreachable",
+            database_up.clone(),
+        );
         Self {
             registry: Mutex::new(registry),
             requests,
             latency,
+            unavailable,
+            database_up,
         }
+    }
+
+    /// Counts one 503 answer and its cause.
+    pub fn unavailable(&self, cause: &str) {
+        self.unavailable
+            .get_or_create(&CauseLabels {
+                cause: cause.to_owned(),
+            })
+            .inc();
+    }
+
+    /// Whether the database answers (the `database_up` gauge).
+    pub fn set_database_up(&self, up: bool) {
+        self.database_up.set(i64::from(up));
     }
 
     /// Records one finished request. `route` is the matched pattern (`/v1/consents/auth/{sessionId}`),

@@ -60,6 +60,14 @@ pub async fn request_context(
         context
             .metrics
             .observe(method.as_str(), &route, status, elapsed.as_secs_f64());
+        let cause = response
+            .response()
+            .extensions()
+            .get::<crate::http::error::UnavailableCause>()
+            .copied();
+        if let Some(crate::http::error::UnavailableCause(cause)) = cause {
+            context.metrics.unavailable(cause);
+        }
     }
     tracing::info!(
         request.id = %request_id,
@@ -100,12 +108,15 @@ fn is_acceptable_request_id(id: &str) -> bool {
 /// get the same JSON envelope as ours.
 fn ensure_error_envelope(response: ServiceResponse<BoxBody>) -> ServiceResponse<BoxBody> {
     let status = response.status();
-    let is_json = response
+    // JSON is already an envelope; an HTML page is one a person reads (a hosted page's 503).
+    let is_envelope_or_page = response
         .headers()
         .get(header::CONTENT_TYPE)
         .and_then(|value| value.to_str().ok())
-        .is_some_and(|value| value.starts_with("application/json"));
-    if status.as_u16() < 400 || is_json {
+        .is_some_and(|value| {
+            value.starts_with("application/json") || value.starts_with("text/html")
+        });
+    if status.as_u16() < 400 || is_envelope_or_page {
         return response;
     }
     let (request, original) = response.into_parts();

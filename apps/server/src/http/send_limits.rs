@@ -14,7 +14,7 @@ impl From<SendLimitError> for ApiError {
                 message,
                 retry_after_secs,
             } => ApiError::rate_limited(message, retry_after_secs),
-            SendLimitError::Unavailable(source) => ApiError::internal(source),
+            SendLimitError::Unavailable(source) => ApiError::failure(&source),
         }
     }
 }

@@ -162,6 +162,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         .fold(GateChain::new(), |chain, gate| chain.then(gate.clone()));
     let requests = Arc::new(merchants.request_gate(gates));
 
+    let metrics = Arc::new(Metrics::new());
     Ok(AppContext {
         docs: Arc::new(ApiDocs::build(config.mode)),
         system: Arc::new(SystemStatus::new(db, notifications.dispatcher.clone())),
@@ -182,7 +183,8 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
             notifications: notifications.dispatcher,
             webhooks: webhooks.dispatcher,
         },
-        metrics: Arc::new(Metrics::new()),
+        health: Arc::new(crate::health::DatabaseHealth::new(metrics.clone())),
+        metrics,
         wake,
     })
 }

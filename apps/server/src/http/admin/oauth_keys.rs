@@ -43,7 +43,7 @@ pub struct RotatedKey {
 }
 
 fn unavailable(error: idconsent_oauth::SigningKeyError) -> ApiError {
-    ApiError::internal(error)
+    ApiError::failure(&error)
 }
 
 /// The published signing keys, oldest first.

@@ -43,7 +43,7 @@ impl From<ConsentError> for ApiError {
                 quota,
                 retry_after_secs,
             } => ApiError::quota_exceeded(quota, retry_after_secs),
-            ConsentError::Unavailable(source) => ApiError::internal(source),
+            ConsentError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }
     }

@@ -54,7 +54,7 @@ impl From<EndUserError> for ApiError {
                 quota,
                 retry_after_secs,
             } => ApiError::quota_exceeded(quota, retry_after_secs),
-            EndUserError::Unavailable(source) => ApiError::internal(source),
+            EndUserError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }
     }

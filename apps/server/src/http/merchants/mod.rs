@@ -55,7 +55,7 @@ impl From<MerchantError> for ApiError {
             | MerchantError::Busy { retry_after_secs } => {
                 ApiError::rate_limited(error.to_string(), retry_after_secs)
             }
-            MerchantError::Unavailable(source) => ApiError::internal(source),
+            MerchantError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }
     }

@@ -54,7 +54,17 @@ pub async fn page(
     context: web::Data<AppContext>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let HostedPage { view, names } = context.oauth.hosted_page(&path.into_inner()).await?;
+    let HostedPage { view, names } = match context.oauth.hosted_page(&path.into_inner()).await {
+        Ok(page) => page,
+        // A person is reading this page: the outage as a page, not as JSON.
+        Err(error) => {
+            let error = ApiError::from(error);
+            if error.is_unavailable() {
+                return Ok(unavailable_page());
+            }
+            return Err(error);
+        }
+    };
     if let Some(location) = redirect_of(&view) {
         return Ok(hardened(HttpResponse::SeeOther())
             .insert_header((header::LOCATION, location))
@@ -85,6 +95,27 @@ pub async fn page(
         .insert_header((header::CONTENT_SECURITY_POLICY, policy))
         .insert_header((header::X_FRAME_OPTIONS, "DENY"))
         .body(html))
+}
+
+/// The hosted page while the database is away: 503, `Retry-After`, and a page that says so and
+/// reloads itself.
+fn unavailable_page() -> HttpResponse {
+    hardened(HttpResponse::ServiceUnavailable())
+        .content_type("text/html; charset=utf-8")
+        .insert_header((
+            header::RETRY_AFTER,
+            crate::http::error::DATABASE_RETRY_AFTER_SECS.to_string(),
+        ))
+        .insert_header((header::CONTENT_SECURITY_POLICY, "default-src 'none'"))
+        .body(
+            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+             <meta http-equiv=\"refresh\" content=\"5\">\
+             <title>Temporarily unavailable</title></head><body>\
+             <h1>Temporarily unavailable</h1>\
+             <p>The service is temporarily unavailable. This page tries again in a few \
+             seconds.</p></body></html>\n",
+        )
 }
 
 /// What the hosted page polls: `status` (lower case) and, once decided, `redirect`.

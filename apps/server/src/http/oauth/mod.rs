@@ -35,7 +35,7 @@ impl From<OAuthError> for ApiError {
         match error {
             OAuthError::Invalid(errors) => ApiError::validation(errors),
             OAuthError::Consent(inner) => inner.into(),
-            OAuthError::Unavailable(source) => ApiError::internal(source),
+            OAuthError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }
     }

@@ -7,7 +7,10 @@ use utoipa::ToSchema;
 
 use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
-use crate::http::error::ApiError;
+use crate::http::error::{
+    ApiError, DATABASE_RETRY_AFTER_SECS, ErrorBody, SERVICE_UNAVAILABLE_MESSAGE,
+};
+use idconsent_kernel::FieldError;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -33,7 +36,7 @@ pub async fn healthz() -> HttpResponse {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Readiness {
-    /// `ready`, `degraded` (serving, but some messages cannot be delivered) or `unavailable`.
+    /// `ready` or `degraded` (serving, but some messages cannot be delivered).
     status: &'static str,
     /// `sqlite` or `postgres`.
     database: &'static str,
@@ -45,26 +48,50 @@ pub struct Readiness {
 }
 
 /// Readiness: the database answers within two seconds. Missing notification transports make
-/// the service `degraded` (still 200) and are named.
+/// the service `degraded` (still 200) and are named. While the database is away: 503 with the
+/// error envelope every other 503 has, `Retry-After`, and each dependency's state in `details`.
 #[utoipa::path(
     tag = "system",
     responses(
         (status = 200, description = "Ready (or degraded)", body = Envelope<Readiness>),
-        (status = 503, description = "The database is unreachable", body = Envelope<Readiness>)
+        (status = 503, description = "The database is unreachable: `details` has `database` (`unreachable` or `timed out`) and `notifications.<channel>`", body = ErrorBody)
     )
 )]
 #[get("/readyz")]
-pub async fn readyz(context: web::Data<AppContext>) -> HttpResponse {
+pub async fn readyz(context: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
     let readiness = context.system.readiness().await;
-    let (code, status) = if !readiness.database_ok() {
-        (StatusCode::SERVICE_UNAVAILABLE, "unavailable")
-    } else if readiness.transports_missing() {
-        (StatusCode::OK, "degraded")
+    // The ping is a read; the workers also see writes fail (a locked or full SQLite file), so
+    // their verdict counts too. Only the workers mark the database back up.
+    let database_status = if !readiness.database_ok() {
+        context
+            .health
+            .unreachable("readyz", readiness.database_status);
+        readiness.database_status
     } else {
-        (StatusCode::OK, "ready")
+        context.health.answered("readyz");
+        if context.health.is_down() {
+            "unreachable"
+        } else {
+            "ok"
+        }
     };
-    respond(
-        code,
+    if database_status != "ok" {
+        let mut details = vec![FieldError::new("database", database_status)];
+        details.extend(readiness.notifications.iter().map(|(channel, transport)| {
+            FieldError::new(format!("notifications.{channel}"), *transport)
+        }));
+        return Err(
+            ApiError::unavailable(SERVICE_UNAVAILABLE_MESSAGE, DATABASE_RETRY_AFTER_SECS)
+                .with_details(details),
+        );
+    }
+    let status = if readiness.transports_missing() {
+        "degraded"
+    } else {
+        "ready"
+    };
+    Ok(respond(
+        StatusCode::OK,
         status,
         Readiness {
             status,
@@ -72,7 +99,7 @@ pub async fn readyz(context: web::Data<AppContext>) -> HttpResponse {
             database_status: readiness.database_status.to_owned(),
             notifications: readiness.notifications,
         },
-    )
+    ))
 }
 
 /// Prometheus metrics (text exposition format).

@@ -13,7 +13,7 @@ impl From<idconsent_webhook::DeliveryLogError> for crate::http::error::ApiError 
         use idconsent_webhook::DeliveryLogError;
         match error {
             DeliveryLogError::Invalid(errors) => Self::validation(errors),
-            DeliveryLogError::Unavailable(source) => Self::internal(source),
+            DeliveryLogError::Unavailable(source) => Self::failure(&source),
             DeliveryLogError::TooManyRetries { retry_after_secs } => {
                 Self::rate_limited(error.to_string(), retry_after_secs)
             }
