@@ -13,4 +13,5 @@ mod merchants;
 mod oauth;
 mod oauth_browser;
 mod outage;
+mod qr;
 mod webhooks;

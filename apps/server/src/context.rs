@@ -31,6 +31,8 @@ pub struct AppContext {
     /// Consent decisions made without the app: the sandbox helpers.
     pub consent_approvals: Arc<ConsentApprovals>,
     pub qr: Arc<dyn QrRenderer>,
+    /// QR codes merchants generate (`/v1/qr`).
+    pub qr_codes: Arc<idconsent_qrcode::QrCodeService>,
     pub oauth: Arc<OAuthService>,
     /// The OAuth signing keys shared by every process (operator rotation, reloads).
     pub oauth_keys: Arc<OAuthKeys>,

@@ -349,6 +349,20 @@ diesel::table! {
 // The token exchange reads a grant with its session's state in one statement.
 diesel::allow_tables_to_appear_in_same_query!(oauth_grants, consent_sessions);
 
+diesel::table! {
+    qr_codes (id) {
+        id -> Text,
+        application_id -> Text,
+        environment -> Text,
+        data -> Text,
+        format -> Text,
+        size -> Integer,
+        error_correction -> Text,
+        created_at -> BigInt,
+        expires_at -> BigInt,
+    }
+}
+
 pub use crate::oauth_keys::schema::oauth_signing_keys;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;

@@ -58,17 +58,22 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         .await;
     let token = text(&signed_in["data"]["token"]);
     let merchant = |method: Method, path: &str| app.as_merchant(method, path, &token);
-    contract
-        .response(
-            "GET /v1/dev/messages",
-            "sms code",
-            app.get(&format!(
-                "/v1/dev/messages?to={}",
-                phone.replace('+', "%2B")
-            ))
-            .await,
-        )
-        .await;
+    // The dispatcher delivers in the background: wait for it, so the snapshot does not depend
+    // on who wins the race (`queued` vs `delivered`).
+    let mailbox = format!("/v1/dev/messages?to={}", phone.replace('+', "%2B"));
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    let delivered = loop {
+        let listed = idconsent_e2e::json(app.get(&mailbox).await, 200).await;
+        if listed["data"]["messages"][0]["status"] == "delivered" {
+            break listed;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "not delivered: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    contract.body("GET /v1/dev/messages", 200, "sms code", &delivered);
 
     // Resends are allowed once a minute has passed.
     app.advance(Duration::from_secs(61));

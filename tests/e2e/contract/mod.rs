@@ -13,6 +13,7 @@ mod consents;
 mod endusers;
 mod merchants;
 mod oauth;
+mod qr;
 mod redact;
 mod schema;
 
@@ -219,6 +220,7 @@ async fn the_api_contract_holds(app: TestApp) {
     consents::walk(&app, &mut contract).await;
     endusers::walk(&app, &mut contract).await;
     oauth::walk(&app, &mut contract).await;
+    qr::walk(&app, &mut contract).await;
     contract.assert_every_json_route_pinned();
     app.stop().await;
 }

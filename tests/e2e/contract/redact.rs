@@ -79,6 +79,7 @@ fn redact_text(field: &str, text: &str) -> String {
     let text = redact_query_value(text, "token=", "[token]");
     let text = redact_query_value(&text, "code=", "[secret]");
     let text = redact_port(&text);
+    let text = redact_path_ids(&text);
     // Test emails, installations and SMS texts carry random digits; fixed texts keep theirs.
     if text.contains('@') || RANDOM_DIGIT_FIELDS.contains(&field) {
         long_digit_runs(&text)
@@ -118,6 +119,17 @@ fn id_prefix(text: &str) -> Option<&str> {
             .bytes()
             .all(|b| b.is_ascii_digit() || b.is_ascii_uppercase());
     (is_prefix && is_body).then_some(prefix)
+}
+
+/// Typed ids as path segments of a URL (`…/v1/qr/qr_01JD…/image` → `…/v1/qr/qr_[id]/image`).
+fn redact_path_ids(text: &str) -> String {
+    text.split('/')
+        .map(|segment| match id_prefix(segment) {
+            Some(prefix) => format!("{prefix}_[id]"),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Replaces the value of a query parameter (up to the next `&` or `#`).

@@ -14,6 +14,7 @@ pub mod middleware;
 mod notifications;
 mod oauth;
 pub mod openapi;
+mod qr;
 mod reference;
 pub mod send_limits;
 mod system;
@@ -45,6 +46,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .configure(consents::routes)
         .configure(endusers::routes)
         .configure(webhooks::routes)
+        .configure(qr::routes)
         .configure(merchants::routes)
         .configure(applications::routes)
         .configure(admin::routes);

@@ -172,6 +172,14 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         merchants: merchants.service,
         consents: consents.service,
         consent_approvals,
+        qr_codes: Arc::new(idconsent_qrcode::QrCodeService::new(
+            Arc::new(idconsent_store_diesel::DieselQrCodeStore::new(
+                shared.db.clone(),
+            )),
+            consents.qr.clone(),
+            shared.ids.clone(),
+            shared.clock.clone(),
+        )),
         qr: consents.qr,
         oauth,
         oauth_keys,

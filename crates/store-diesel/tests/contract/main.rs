@@ -32,6 +32,7 @@ mod merchant;
 mod migrations;
 mod notification;
 mod oauth;
+mod qrcode;
 mod reseal;
 mod throttle;
 mod webhook;
