@@ -199,18 +199,14 @@ impl SessionRepository for DieselSessionStore {
     }
 
     async fn find(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| consent_sessions::table
-                    .find(id)
-                    .select(SessionRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row = crate::repo::find_row!(
+            self.db,
+            consent_sessions::table,
+            id.as_str().to_owned(),
+            SessionRow
+        )
+        .await
+        .map_err(unavailable)?;
         row.map(SessionRow::into_session).transpose()
     }
 

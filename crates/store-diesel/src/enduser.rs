@@ -371,31 +371,24 @@ const DUPLICATE_CREDENTIAL: &str = "credential registered";
 #[async_trait]
 impl EnrollmentRepository for DieselEndUserStore {
     async fn insert(&self, enrollment: &Enrollment) -> Result<(), StoreError> {
-        let row = EnrollmentRow::from_enrollment(enrollment);
-        self.db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| diesel::insert_into(enrollments::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(unavailable)
+        crate::repo::insert_row!(
+            self.db,
+            enrollments::table,
+            EnrollmentRow::from_enrollment(enrollment)
+        )
+        .await
+        .map_err(unavailable)
     }
 
     async fn find(&self, id: &EnrollmentId) -> Result<Option<Enrollment>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| enrollments::table
-                    .find(id)
-                    .select(EnrollmentRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row = crate::repo::find_row!(
+            self.db,
+            enrollments::table,
+            id.as_str().to_owned(),
+            EnrollmentRow
+        )
+        .await
+        .map_err(unavailable)?;
         row.map(EnrollmentRow::into_enrollment).transpose()
     }
 
@@ -545,18 +538,10 @@ impl EnrollmentRepository for DieselEndUserStore {
     }
 
     async fn user(&self, id: &EndUserId) -> Result<Option<EndUser>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| end_users::table
-                    .find(id)
-                    .select(UserRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row =
+            crate::repo::find_row!(self.db, end_users::table, id.as_str().to_owned(), UserRow)
+                .await
+                .map_err(unavailable)?;
         row.map(UserRow::into_user).transpose()
     }
 
@@ -676,18 +661,10 @@ impl DeviceRepository for DieselEndUserStore {
     }
 
     async fn find(&self, id: &DeviceId) -> Result<Option<Device>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| devices::table
-                    .find(id)
-                    .select(DeviceRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row =
+            crate::repo::find_row!(self.db, devices::table, id.as_str().to_owned(), DeviceRow)
+                .await
+                .map_err(unavailable)?;
         row.map(DeviceRow::into_device).transpose()
     }
 
@@ -853,31 +830,24 @@ fn lock_user(conn: AnyConnection<'_>, user_id: &str) -> Result<(), DbError> {
 #[async_trait]
 impl ChallengeRepository for DieselEndUserStore {
     async fn insert(&self, challenge: &Challenge) -> Result<(), StoreError> {
-        let row = ChallengeRow::from_challenge(challenge);
-        self.db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| diesel::insert_into(fido_challenges::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(unavailable)
+        crate::repo::insert_row!(
+            self.db,
+            fido_challenges::table,
+            ChallengeRow::from_challenge(challenge)
+        )
+        .await
+        .map_err(unavailable)
     }
 
     async fn find(&self, id: &ChallengeId) -> Result<Option<Challenge>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| fido_challenges::table
-                    .find(id)
-                    .select(ChallengeRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row = crate::repo::find_row!(
+            self.db,
+            fido_challenges::table,
+            id.as_str().to_owned(),
+            ChallengeRow
+        )
+        .await
+        .map_err(unavailable)?;
         row.map(ChallengeRow::into_challenge).transpose()
     }
 
@@ -985,16 +955,13 @@ impl ChallengeRepository for DieselEndUserStore {
 #[async_trait]
 impl RefreshTokenRepository for DieselEndUserStore {
     async fn insert(&self, token: &RefreshToken) -> Result<(), StoreError> {
-        let row = RefreshRow::from_token(token);
-        self.db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| diesel::insert_into(refresh_tokens::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(unavailable)
+        crate::repo::insert_row!(
+            self.db,
+            refresh_tokens::table,
+            RefreshRow::from_token(token)
+        )
+        .await
+        .map_err(unavailable)
     }
 
     async fn rotate(

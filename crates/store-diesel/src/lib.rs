@@ -22,6 +22,7 @@ mod notification;
 mod oauth;
 mod oauth_keys;
 mod qrcode;
+mod repo;
 mod reseal;
 pub mod schema;
 mod throttle;

@@ -96,22 +96,19 @@ fn into_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, MessageStoreErro
 #[async_trait]
 impl MessageStore for DieselMessageStore {
     async fn insert(&self, message: &Message) -> Result<(), MessageStoreError> {
-        let row = MessageRow::from_message(message);
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| diesel::insert_into(outgoing_messages::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(|error| {
-                if error.is_unique_violation() {
-                    MessageStoreError::Duplicate
-                } else {
-                    unavailable(error)
-                }
-            })
+        crate::repo::insert_row!(
+            self.db,
+            outgoing_messages::table,
+            MessageRow::from_message(message)
+        )
+        .await
+        .map_err(|error| {
+            if error.is_unique_violation() {
+                MessageStoreError::Duplicate
+            } else {
+                unavailable(error)
+            }
+        })
     }
 
     async fn list_for(&self, to: &str, limit: u32) -> Result<Vec<Message>, MessageStoreError> {

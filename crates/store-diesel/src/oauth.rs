@@ -327,43 +327,29 @@ impl<C> RunQueryDsl<C> for SpendGrant<'_> {}
 #[async_trait]
 impl OAuthRepository for DieselOAuthStore {
     async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError> {
-        let row = RequestRow::from_request(request);
-        self.db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| diesel::insert_into(oauth_requests::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(duplicate_or_unavailable)
+        crate::repo::insert_row!(
+            self.db,
+            oauth_requests::table,
+            RequestRow::from_request(request)
+        )
+        .await
+        .map_err(duplicate_or_unavailable)
     }
 
     async fn find_request(&self, session: &SessionId) -> Result<Option<AccessRequest>, StoreError> {
-        let id = session.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| oauth_requests::table
-                    .find(id)
-                    .select(RequestRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row = crate::repo::find_row!(
+            self.db,
+            oauth_requests::table,
+            session.as_str().to_owned(),
+            RequestRow
+        )
+        .await
+        .map_err(unavailable)?;
         row.map(RequestRow::into_request).transpose()
     }
 
     async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
-        let row = GrantRow::from_grant(grant);
-        self.db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| diesel::insert_into(oauth_grants::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
+        crate::repo::insert_row!(self.db, oauth_grants::table, GrantRow::from_grant(grant))
             .await
             .map_err(duplicate_or_unavailable)
     }
@@ -438,18 +424,10 @@ impl OAuthRepository for DieselOAuthStore {
     }
 
     async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
-        let id = token_id.to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| oauth_tokens::table
-                    .find(id)
-                    .select(TokenRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let row =
+            crate::repo::find_row!(self.db, oauth_tokens::table, token_id.to_owned(), TokenRow)
+                .await
+                .map_err(unavailable)?;
         row.map(TokenRow::into_token).transpose()
     }
 

@@ -75,14 +75,7 @@ impl QrRow {
 #[async_trait]
 impl QrCodeRepository for DieselQrCodeStore {
     async fn insert(&self, code: &StoredQr) -> Result<(), StoreError> {
-        let row = QrRow::from_code(code);
-        self.db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| diesel::insert_into(qr_codes::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
+        crate::repo::insert_row!(self.db, qr_codes::table, QrRow::from_code(code))
             .await
             .map_err(|error: DbError| {
                 if error.is_unique_violation() {
@@ -94,16 +87,7 @@ impl QrCodeRepository for DieselQrCodeStore {
     }
 
     async fn find(&self, id: &QrCodeId) -> Result<Option<StoredQr>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| qr_codes::table
-                    .find(id)
-                    .select(QrRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
+        let row = crate::repo::find_row!(self.db, qr_codes::table, id.as_str().to_owned(), QrRow)
             .await
             .map_err(|error| StoreError::Unavailable(Box::new(error)))?;
         row.map(QrRow::into_code).transpose()

@@ -284,18 +284,14 @@ impl MerchantRepository for DieselMerchantStore {
     }
 
     async fn find(&self, id: &MerchantId) -> Result<Option<Merchant>, RepositoryError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| merchants::table
-                    .find(id)
-                    .select(MerchantRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(repository_error)?;
+        let row = crate::repo::find_row!(
+            self.db,
+            merchants::table,
+            id.as_str().to_owned(),
+            MerchantRow
+        )
+        .await
+        .map_err(repository_error)?;
         row.map(MerchantRow::into_merchant).transpose()
     }
 
@@ -466,16 +462,13 @@ impl MerchantRepository for DieselMerchantStore {
     }
 
     async fn add_document(&self, document: &Document) -> Result<(), RepositoryError> {
-        let row = DocumentRow::from_document(document);
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| diesel::insert_into(merchant_documents::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(repository_error)
+        crate::repo::insert_row!(
+            self.db,
+            merchant_documents::table,
+            DocumentRow::from_document(document)
+        )
+        .await
+        .map_err(repository_error)
     }
 
     async fn list_documents(

@@ -72,31 +72,20 @@ const REMOVED: &str = "removed";
 #[async_trait]
 impl TeamRepository for DieselMerchantStore {
     async fn add(&self, user: &MerchantUser) -> Result<(), RepositoryError> {
-        let row = UserRow::from_user(user);
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| diesel::insert_into(merchant_users::table)
-                    .values(&row)
-                    .execute(c))?;
-                Ok(())
-            })
+        crate::repo::insert_row!(self.db, merchant_users::table, UserRow::from_user(user))
             .await
             .map_err(repository_error)
     }
 
     async fn find(&self, id: &MerchantUserId) -> Result<Option<MerchantUser>, RepositoryError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| merchant_users::table
-                    .find(id)
-                    .select(UserRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(repository_error)?;
+        let row = crate::repo::find_row!(
+            self.db,
+            merchant_users::table,
+            id.as_str().to_owned(),
+            UserRow
+        )
+        .await
+        .map_err(repository_error)?;
         row.map(UserRow::into_user).transpose()
     }
 

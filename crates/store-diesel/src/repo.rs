@@ -1,0 +1,34 @@
+//! The shapes every repository repeats, written once (issue 13 §5): insert one row, find one
+//! row by its primary key. Macros rather than generic functions: the same diesel expression is
+//! compiled once per backend (like `with_conn!`), which generic bounds over two connection types
+//! would have to spell out for every query shape.
+
+/// Inserts `$row` into `$table` in a write transaction; a future of `Result<(), DbError>`.
+macro_rules! insert_row {
+    ($db:expr, $table:expr, $row:expr) => {{
+        let row = $row;
+        $db.write(move |conn| {
+            $crate::with_conn!(conn, |c| diesel::insert_into($table)
+                .values(&row)
+                .execute(c))?;
+            Ok(())
+        })
+    }};
+}
+pub(crate) use insert_row;
+
+/// The row of `$table` whose primary key is `$key`, selected as `$row`; a future of
+/// `Result<Option<$row>, DbError>`.
+macro_rules! find_row {
+    ($db:expr, $table:expr, $key:expr, $row:ty) => {{
+        let key = $key;
+        $db.read(move |conn| {
+            Ok($crate::with_conn!(conn, |c| $table
+                .find(key)
+                .select(<$row>::as_select())
+                .get_result::<$row>(c)
+                .optional())?)
+        })
+    }};
+}
+pub(crate) use find_row;
