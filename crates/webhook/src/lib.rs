@@ -8,6 +8,7 @@ mod model;
 pub mod ports;
 mod retries;
 mod schedule;
+pub mod testing;
 
 #[cfg(feature = "contract")]
 pub mod contract;
