@@ -32,21 +32,9 @@ impl InMemoryDeliveries {
             .unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Every delivery, oldest first (for tests that look at what was written).
-    pub fn all(&self) -> Vec<Delivery> {
-        let mut all: Vec<Delivery> = self.lock().values().map(|s| s.delivery.clone()).collect();
-        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
-        all
-    }
-}
-
-fn scoped(stored: &Stored, application: &ApplicationId, environment: Environment) -> bool {
-    stored.delivery.application_id == *application && stored.delivery.environment == environment
-}
-
-#[async_trait]
-impl DeliveryStore for InMemoryDeliveries {
-    async fn enqueue(&self, outbox: &[Outbox]) -> Result<(), StoreError> {
+    /// `enqueue` for other in-memory fakes, inside their own lock: the outbox is written
+    /// together with their state change, as a store's transaction would.
+    pub fn enqueue_now(&self, outbox: &[Outbox]) {
         let mut deliveries = self.lock();
         for entry in outbox {
             let event = &entry.event;
@@ -73,6 +61,24 @@ impl DeliveryStore for InMemoryDeliveries {
                 );
             }
         }
+    }
+
+    /// Every delivery, oldest first (for tests that look at what was written).
+    pub fn all(&self) -> Vec<Delivery> {
+        let mut all: Vec<Delivery> = self.lock().values().map(|s| s.delivery.clone()).collect();
+        all.sort_by(|a, b| (a.created_at, &a.id).cmp(&(b.created_at, &b.id)));
+        all
+    }
+}
+
+fn scoped(stored: &Stored, application: &ApplicationId, environment: Environment) -> bool {
+    stored.delivery.application_id == *application && stored.delivery.environment == environment
+}
+
+#[async_trait]
+impl DeliveryStore for InMemoryDeliveries {
+    async fn enqueue(&self, outbox: &[Outbox]) -> Result<(), StoreError> {
+        self.enqueue_now(outbox);
         Ok(())
     }
 

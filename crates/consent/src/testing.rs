@@ -1,0 +1,394 @@
+//! An in-memory [`SessionRepository`] for service tests; it passes the same contract suite as
+//! the diesel adapter. One lock around everything makes each operation atomic, as the contract
+//! asks; outbox entries go to an [`InMemoryDeliveries`], usage charges to a ledger here.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use idconsent_kernel::id::{MerchantId, SessionId};
+use idconsent_kernel::{Charge, Metric, QuotaExceeded, Timestamp, UsagePeriod};
+use idconsent_webhook::testing::InMemoryDeliveries;
+use idconsent_webhook::{Effects, Outbox};
+
+use crate::model::{Session, SessionStatus};
+use crate::ports::{CreateError, FloodLimits, SessionRepository, StoreError};
+
+#[derive(Debug, Default)]
+struct State {
+    sessions: BTreeMap<SessionId, Session>,
+    usage: HashMap<(MerchantId, Metric, UsagePeriod), u64>,
+}
+
+impl State {
+    /// Counts the charges, all or none: the first over its quota refuses the write.
+    fn charge(&mut self, charges: &[Charge]) -> Result<(), QuotaExceeded> {
+        for charge in charges {
+            let used = self.usage.get(&key(charge)).copied().unwrap_or(0);
+            if charge.limit.is_some_and(|limit| used >= limit) {
+                return Err(QuotaExceeded {
+                    metric: charge.metric,
+                    period: charge.period,
+                });
+            }
+        }
+        for charge in charges {
+            *self.usage.entry(key(charge)).or_default() += 1;
+        }
+        Ok(())
+    }
+}
+
+fn key(charge: &Charge) -> (MerchantId, Metric, UsagePeriod) {
+    (charge.merchant_id.clone(), charge.metric, charge.period)
+}
+
+#[derive(Debug)]
+pub struct InMemorySessions {
+    state: Mutex<State>,
+    deliveries: Arc<InMemoryDeliveries>,
+}
+
+impl InMemorySessions {
+    /// Sessions whose events land in `deliveries`.
+    pub fn new(deliveries: Arc<InMemoryDeliveries>) -> Self {
+        Self {
+            state: Mutex::new(State::default()),
+            deliveries,
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn write_outbox(&self, outbox: &[Outbox]) {
+        self.deliveries.enqueue_now(outbox);
+    }
+}
+
+#[async_trait]
+impl SessionRepository for InMemorySessions {
+    async fn create(
+        &self,
+        session: &Session,
+        effects: &Effects,
+        limits: &FloodLimits,
+        now: Timestamp,
+    ) -> Result<(), CreateError> {
+        let mut state = self.lock();
+        let of_recipient =
+            |s: &&Session| s.recipient == session.recipient && s.environment == session.environment;
+        let pending: Vec<Timestamp> = state
+            .sessions
+            .values()
+            .filter(of_recipient)
+            .filter(|s| s.application_id == session.application_id)
+            .filter(|s| s.status == SessionStatus::Pending && s.expires_at > now)
+            .map(|s| s.expires_at)
+            .collect();
+        if let Some(refused) = limits.pending_refusal(&pending, now) {
+            return Err(CreateError::Refused(refused));
+        }
+        let window_start = limits.window_start(now);
+        let recent: Vec<Timestamp> = state
+            .sessions
+            .values()
+            .filter(of_recipient)
+            .filter(|s| s.created_at > window_start)
+            .map(|s| s.created_at)
+            .collect();
+        if let Some(refused) = limits.window_refusal(&recent, now) {
+            return Err(CreateError::Refused(refused));
+        }
+        if state.sessions.contains_key(&session.id) {
+            return Err(CreateError::Store(StoreError::Unavailable(
+                "duplicate session id".into(),
+            )));
+        }
+        state.charge(&effects.charges).map_err(CreateError::Quota)?;
+        state.sessions.insert(session.id.clone(), session.clone());
+        self.write_outbox(&effects.outbox);
+        Ok(())
+    }
+
+    async fn find(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        Ok(self.lock().sessions.get(id).cloned())
+    }
+
+    async fn decide(
+        &self,
+        id: &SessionId,
+        status: SessionStatus,
+        at: Timestamp,
+        effects: &Effects,
+    ) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        let session = state.sessions.get(id).ok_or(StoreError::NotFound)?;
+        if session.status != SessionStatus::Pending || at >= session.expires_at {
+            return Err(StoreError::NotPending);
+        }
+        state.charge(&effects.charges).map_err(StoreError::Quota)?;
+        if let Some(session) = state.sessions.get_mut(id) {
+            session.status = status;
+            session.decided_at = Some(at);
+        }
+        self.write_outbox(&effects.outbox);
+        Ok(())
+    }
+
+    async fn due_for_expiry(&self, now: Timestamp, limit: u32) -> Result<Vec<Session>, StoreError> {
+        let mut due: Vec<Session> = self
+            .lock()
+            .sessions
+            .values()
+            .filter(|s| s.status == SessionStatus::Pending && s.expires_at <= now)
+            .cloned()
+            .collect();
+        due.sort_by(|a, b| (a.expires_at, &a.id).cmp(&(b.expires_at, &b.id)));
+        due.truncate(limit as usize);
+        Ok(due)
+    }
+
+    async fn expire(
+        &self,
+        id: &SessionId,
+        at: Timestamp,
+        outbox: &[Outbox],
+    ) -> Result<bool, StoreError> {
+        let mut state = self.lock();
+        match state.sessions.get_mut(id) {
+            Some(session) if session.status == SessionStatus::Pending => {
+                session.status = SessionStatus::Expired;
+                session.decided_at = Some(at);
+                self.write_outbox(outbox);
+                Ok(true)
+            }
+            _ => Ok(false),
+        }
+    }
+}
+
+#[cfg(all(test, feature = "contract"))]
+mod contract {
+    use std::sync::Arc;
+
+    use idconsent_webhook::testing::InMemoryDeliveries;
+
+    use super::InMemorySessions;
+    use crate::contract::Stores;
+
+    async fn stores() -> Option<(Stores, ())> {
+        let deliveries = Arc::new(InMemoryDeliveries::default());
+        Some((
+            Stores {
+                sessions: Arc::new(InMemorySessions::new(deliveries.clone())),
+                deliveries,
+            },
+            (),
+        ))
+    }
+
+    crate::session_repository_contract!(stores);
+}
+
+/// Service tests on the fakes: the rules of `ConsentService` without a database or HTTP.
+#[cfg(test)]
+mod service_tests {
+    use std::sync::Arc;
+    use std::time::Duration;
+
+    use async_trait::async_trait;
+    use idconsent_kernel::id::{ApplicationId, ClientId, TypedId};
+    use idconsent_kernel::{
+        Environment, Intent, ManualClock, OsRandom, PhoneNumber, Timestamp, UlidGenerator,
+        Unmetered,
+    };
+    use idconsent_webhook::testing::InMemoryDeliveries;
+    use idconsent_webhook::{DeliveryStore, EventType};
+
+    use super::InMemorySessions;
+    use crate::error::ConsentError;
+    use crate::model::{Decision, SessionStatus};
+    use crate::ports::{RecipientDirectory, StoreError};
+    use crate::service::{
+        ConsentService, ConsentSettings, CreateRequest, Requester, TransactionInput,
+    };
+
+    /// Enrolled: every phone ending in an even digit.
+    #[derive(Debug)]
+    struct EvenPhonesEnrolled;
+
+    #[async_trait]
+    impl RecipientDirectory for EvenPhonesEnrolled {
+        async fn is_enrolled(&self, phone: &PhoneNumber) -> Result<bool, StoreError> {
+            let last = phone.as_str().bytes().last().unwrap_or(b'1');
+            Ok((last - b'0') % 2 == 0)
+        }
+    }
+
+    struct Fixture {
+        service: ConsentService,
+        deliveries: Arc<InMemoryDeliveries>,
+        clock: Arc<ManualClock>,
+    }
+
+    fn fixture() -> Fixture {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
+        let deliveries = Arc::new(InMemoryDeliveries::default());
+        let service = ConsentService::new(
+            Arc::new(InMemorySessions::new(deliveries.clone())),
+            Arc::new(EvenPhonesEnrolled),
+            Arc::new(Unmetered),
+            clock.clone(),
+            Arc::new(UlidGenerator::new(clock.clone(), Arc::new(OsRandom))),
+            None,
+            ConsentSettings {
+                allow_private_callbacks: false,
+                ..ConsentSettings::default()
+            },
+        );
+        Fixture {
+            service,
+            deliveries,
+            clock,
+        }
+    }
+
+    fn requester(environment: Environment) -> Requester {
+        Requester {
+            application_id: ApplicationId::parse("app_01JDKX9Q6N8V3T5R7W2Y4Z6B8C").unwrap(),
+            client_id: ClientId::parse("cli_01JDKX9Q6N8V3T5R7W2Y4Z6B8C").unwrap(),
+            environment,
+            allowed_intents: vec![Intent::Login, Intent::Transaction],
+        }
+    }
+
+    fn login(recipient: &str) -> CreateRequest {
+        CreateRequest {
+            client_id: "cli_01JDKX9Q6N8V3T5R7W2Y4Z6B8C".into(),
+            recipient: recipient.into(),
+            intent: "LOGIN".into(),
+            callback_url: "https://shop.example/hooks".into(),
+            transaction: TransactionInput {
+                kind: "login".into(),
+                description: "Sign in".into(),
+                amount: "0".into(),
+                currency: "USD".into(),
+                payee: "Shop".into(),
+            },
+        }
+    }
+
+    fn events(deliveries: &InMemoryDeliveries) -> Vec<EventType> {
+        deliveries.all().iter().map(|d| d.event_type).collect()
+    }
+
+    #[tokio::test]
+    async fn a_session_is_created_decided_once_and_reported() {
+        let Fixture {
+            service,
+            deliveries,
+            ..
+        } = fixture();
+        let sandbox = requester(Environment::Sandbox);
+        let created = service
+            .create(&sandbox, login("+15550000001"))
+            .await
+            .unwrap();
+        assert_eq!(created.status, SessionStatus::Pending);
+        assert_eq!(events(&deliveries), [EventType::ConsentCreated]);
+        let id = created.id.as_str();
+        let approved = service
+            .decide_in_sandbox(&sandbox, id, Decision::Approve)
+            .await
+            .unwrap();
+        assert_eq!(approved.status, SessionStatus::Approved);
+        let again = service
+            .decide_in_sandbox(&sandbox, id, Decision::Reject)
+            .await;
+        assert!(matches!(again, Err(ConsentError::Conflict(_))), "{again:?}");
+        assert_eq!(
+            events(&deliveries),
+            [EventType::ConsentCreated, EventType::ConsentApproved]
+        );
+        // The sandbox helper is refused to live keys.
+        let live = service
+            .decide_in_sandbox(&requester(Environment::Live), id, Decision::Approve)
+            .await;
+        assert!(matches!(live, Err(ConsentError::Forbidden(_))), "{live:?}");
+    }
+
+    #[tokio::test]
+    async fn live_sessions_need_an_enrolled_recipient() {
+        let Fixture { service, .. } = fixture();
+        let live = requester(Environment::Live);
+        let unknown = service.create(&live, login("+15550000001")).await;
+        assert!(
+            matches!(unknown, Err(ConsentError::NotFound(_))),
+            "{unknown:?}"
+        );
+        service.create(&live, login("+15550000002")).await.unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_recipient_gets_five_pending_sessions_then_a_retry_time() {
+        let Fixture { service, .. } = fixture();
+        let sandbox = requester(Environment::Sandbox);
+        for _ in 0..5 {
+            service
+                .create(&sandbox, login("+15550000003"))
+                .await
+                .unwrap();
+        }
+        let refused = service.create(&sandbox, login("+15550000003")).await;
+        assert!(
+            matches!(refused, Err(ConsentError::RateLimited { .. })),
+            "{refused:?}"
+        );
+        // Another recipient is not affected.
+        service
+            .create(&sandbox, login("+15550000005"))
+            .await
+            .unwrap();
+    }
+
+    #[tokio::test]
+    async fn pending_sessions_expire_on_time_with_their_event() {
+        let Fixture {
+            service,
+            deliveries,
+            clock,
+        } = fixture();
+        let sandbox = requester(Environment::Sandbox);
+        let created = service
+            .create(&sandbox, login("+15550000007"))
+            .await
+            .unwrap();
+        assert_eq!(service.expire_due().await.unwrap(), 0);
+        clock.advance(Duration::from_secs(300));
+        assert_eq!(service.expire_due().await.unwrap(), 1);
+        assert_eq!(service.expire_due().await.unwrap(), 0, "once");
+        let read = service.get(&sandbox, created.id.as_str()).await.unwrap();
+        assert_eq!(read.status, SessionStatus::Expired);
+        assert_eq!(
+            events(&deliveries),
+            [EventType::ConsentCreated, EventType::ConsentExpired]
+        );
+        let late = service
+            .decide_in_sandbox(&sandbox, created.id.as_str(), Decision::Approve)
+            .await;
+        assert!(late.is_err());
+        // Deliveries are listed per application and environment, as the merchant sees them.
+        let listed = deliveries
+            .list(
+                &sandbox.application_id,
+                Environment::Sandbox,
+                None,
+                idconsent_kernel::PageRequest::default(),
+            )
+            .await
+            .unwrap();
+        assert_eq!(listed.total, 2);
+    }
+}
