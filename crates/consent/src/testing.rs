@@ -223,7 +223,7 @@ mod service_tests {
     impl RecipientDirectory for EvenPhonesEnrolled {
         async fn is_enrolled(&self, phone: &PhoneNumber) -> Result<bool, StoreError> {
             let last = phone.as_str().bytes().last().unwrap_or(b'1');
-            Ok((last - b'0') % 2 == 0)
+            Ok((last - b'0').is_multiple_of(2))
         }
     }
 
