@@ -37,5 +37,7 @@ pub use secrets::{KeyedHash, Sealed, SealedFor, SecretVault, VaultError, constan
 pub use text::{DisplayText, TextError};
 pub use throttle::{Throttle, ThrottleError};
 pub use unavailable::{StorageUnavailable, storage_unavailable};
-pub use usage::{Charge, Metering, MeteringError, Metric, QuotaExceeded, Unmetered, UsagePeriod};
+pub use usage::{
+    Charge, Metering, MeteringError, Metric, QuotaExceeded, Unmetered, UsageLedger, UsagePeriod,
+};
 pub use web_url::WebUrl;

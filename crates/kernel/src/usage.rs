@@ -190,6 +190,33 @@ impl Metering for Unmetered {
     }
 }
 
+/// Usage counters in memory, for stores' in-memory fakes: charges are counted all or none, the
+/// way a store counts them in the transaction of the write they pay for.
+#[derive(Debug, Clone, Default)]
+pub struct UsageLedger {
+    used: std::collections::HashMap<(MerchantId, Metric, UsagePeriod), u64>,
+}
+
+impl UsageLedger {
+    /// Counts every charge, or none when one is over its quota (that one is the error).
+    pub fn charge(&mut self, charges: &[Charge]) -> Result<(), QuotaExceeded> {
+        let key = |charge: &Charge| (charge.merchant_id.clone(), charge.metric, charge.period);
+        for charge in charges {
+            let used = self.used.get(&key(charge)).copied().unwrap_or(0);
+            if charge.limit.is_some_and(|limit| used >= limit) {
+                return Err(QuotaExceeded {
+                    metric: charge.metric,
+                    period: charge.period,
+                });
+            }
+        }
+        for charge in charges {
+            *self.used.entry(key(charge)).or_default() += 1;
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
