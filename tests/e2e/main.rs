@@ -14,4 +14,5 @@ mod oauth;
 mod oauth_browser;
 mod outage;
 mod qr;
+mod scale_out;
 mod webhooks;

@@ -61,12 +61,26 @@ struct State {
 pub struct Receiver {
     pub url: String,
     state: Arc<Mutex<State>>,
+    /// While `false`, requests are read and recorded but not answered.
+    open: Arc<tokio::sync::watch::Sender<bool>>,
 }
 
 impl Receiver {
     /// Answers 200 to everything.
     pub async fn start() -> Self {
         Self::scripted(&[]).await
+    }
+
+    /// Records requests but answers none until [`Receiver::open`]: deliveries stay in flight.
+    pub async fn gated() -> Self {
+        let receiver = Self::scripted(&[]).await;
+        receiver.open.send_replace(false);
+        receiver
+    }
+
+    /// Answers every request held so far and every one after.
+    pub fn open(&self) {
+        self.open.send_replace(true);
     }
 
     /// Answers `script` in order, then 200.
@@ -79,13 +93,18 @@ impl Receiver {
             default: 200,
         }));
         let shared = state.clone();
+        let (open, gate) = tokio::sync::watch::channel(true);
         tokio::spawn(async move {
             while let Ok((stream, _)) = listener.accept().await {
-                let state = shared.clone();
-                tokio::spawn(async move { serve(stream, state).await });
+                let (state, gate) = (shared.clone(), gate.clone());
+                tokio::spawn(async move { serve(stream, state, gate).await });
             }
         });
-        Self { url, state }
+        Self {
+            url,
+            state,
+            open: Arc::new(open),
+        }
     }
 
     /// From now on, answer `status` (after any remaining script).
@@ -142,7 +161,11 @@ impl Receiver {
     }
 }
 
-async fn serve(stream: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
+async fn serve(
+    stream: tokio::net::TcpStream,
+    state: Arc<Mutex<State>>,
+    mut gate: tokio::sync::watch::Receiver<bool>,
+) {
     let mut stream = BufReader::new(stream);
     loop {
         let mut headers = Vec::new();
@@ -181,6 +204,9 @@ async fn serve(stream: tokio::net::TcpStream, state: Arc<Mutex<State>>) {
             let default = state.default;
             state.script.pop_front().unwrap_or(default)
         };
+        if gate.wait_for(|open| *open).await.is_err() {
+            return;
+        }
         let response = format!("HTTP/1.1 {status} Scripted\r\ncontent-length: 0\r\n\r\n");
         if stream
             .get_mut()

@@ -40,6 +40,8 @@ pub struct RunningServer {
     http: JoinHandle<std::io::Result<()>>,
     shutdown: watch::Sender<bool>,
     workers: Vec<JoinHandle<()>>,
+    /// Webhook attempts in flight (their own tasks).
+    attempts: crate::workers::Attempts,
 }
 
 /// Opens and migrates the database, wires the service and starts serving. Returns once the
@@ -104,13 +106,15 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let http = tokio::spawn(server);
 
     let (shutdown, shutdown_receiver) = watch::channel(false);
-    let workers = crate::workers::spawn_all(&context, &shutdown_receiver);
+    let attempts = crate::workers::Attempts::default();
+    let workers = crate::workers::spawn_all(&context, &shutdown_receiver, &attempts);
     Ok(RunningServer {
         addr,
         handle,
         http,
         shutdown,
         workers,
+        attempts,
     })
 }
 
@@ -122,6 +126,21 @@ impl RunningServer {
     /// `http://127.0.0.1:<port>`.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Ends the process's work at once, as a crash would (for tests of what survives one):
+    /// connections dropped, workers and in-flight webhook attempts aborted, nothing recorded.
+    /// Whatever it had leased is picked up by another process when the lease ends.
+    pub async fn kill(self) {
+        for worker in &self.workers {
+            worker.abort();
+        }
+        self.attempts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .abort_all();
+        self.handle.stop(false).await;
+        self.http.abort();
     }
 
     /// Stops accepting, lets in-flight requests finish, then stops the workers.

@@ -26,10 +26,15 @@ fn failed(what: &'static str, error: impl std::error::Error + Send + Sync + 'sta
     }
 }
 
+/// Tasks a worker started that outlive its round (webhook attempts): aborted together when the
+/// process is killed, as a crash would end them.
+pub type Attempts = Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>;
+
 /// Starts every background worker.
 pub fn spawn_all(
     context: &Arc<AppContext>,
     shutdown: &watch::Receiver<bool>,
+    attempts: &Attempts,
 ) -> Vec<JoinHandle<()>> {
     let interval = context.config.worker_poll_interval;
     let health = &context.health;
@@ -66,6 +71,7 @@ pub fn spawn_all(
         },
     );
     let webhooks = context.workers.webhooks.clone();
+    let in_flight = attempts.clone();
     // Each attempt runs on its own task within the dispatcher's lanes, so a receiver that hangs
     // holds only its own attempts; an attempt that ends wakes this loop to fill its lane again.
     let deliver = spawn_loop(
@@ -75,15 +81,18 @@ pub fn spawn_all(
         shutdown.clone(),
         health.clone(),
         move || {
-            let webhooks = webhooks.clone();
+            let (webhooks, in_flight) = (webhooks.clone(), in_flight.clone());
             async move {
                 let attempts = webhooks
                     .start_due()
                     .await
                     .map_err(|error| failed("webhook delivery round", error))?;
                 let started = attempts.len();
+                let mut tasks = in_flight.lock().unwrap_or_else(|p| p.into_inner());
+                // Reap the finished ones, so the set holds only what is in flight.
+                while tasks.try_join_next().is_some() {}
                 for attempt in attempts {
-                    tokio::spawn(async move {
+                    tasks.spawn(async move {
                         if let Err(error) = attempt.await {
                             // The lease ends and the delivery is attempted again.
                             tracing::warn!(error = %chain(&error), "recording a webhook attempt failed");
