@@ -56,25 +56,25 @@ impl Nginx {
             .stderr(Stdio::null())
             .spawn()
             .expect("nginx starts");
-        let url = format!("http://127.0.0.1:{port}");
+        // Owned at once, so the process is stopped on every path, a failed start included.
+        let nginx = Self {
+            url: format!("http://127.0.0.1:{port}"),
+            child,
+            _dir: dir,
+        };
         // Ready when it accepts connections.
         for _ in 0..100 {
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
                 .is_ok()
             {
-                return Self {
-                    url,
-                    child,
-                    _dir: dir,
-                };
+                return nginx;
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!(
-            "nginx did not listen: {}",
-            std::fs::read_to_string(dir.path().join("error.log")).unwrap_or_default()
-        );
+        let log = std::fs::read_to_string(nginx._dir.path().join("error.log")).unwrap_or_default();
+        drop(nginx);
+        panic!("nginx did not listen: {log}");
     }
 }
 
