@@ -346,5 +346,6 @@ diesel::table! {
 diesel::allow_tables_to_appear_in_same_query!(oauth_grants, consent_sessions);
 
 pub use crate::oauth_keys::schema::oauth_signing_keys;
+pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;

@@ -8,5 +8,6 @@ mod merchant;
 mod migrations;
 mod notification;
 mod oauth;
+mod signature;
 mod throttle;
 mod webhook;

@@ -53,6 +53,7 @@ macro_rules! select_every_table {
             usage_counters,
             oauth_signing_keys,
             throttle_counters,
+            signature_requests,
         )
     };
 }
