@@ -12,3 +12,4 @@ mod limits;
 mod merchants;
 mod oauth;
 mod oauth_browser;
+mod signatures;

@@ -10,6 +10,7 @@ use idconsent_kernel::{IdGenerator, QrRenderer};
 use idconsent_merchant::MerchantService;
 use idconsent_notification::{Notifier, SendLimits};
 use idconsent_oauth::OAuthService;
+use idconsent_signature::SignatureService;
 use idconsent_webhook::DeliveryLog;
 use tokio::sync::Notify;
 
@@ -31,6 +32,7 @@ pub struct AppContext {
     /// Consent decisions made without the app: the sandbox helpers.
     pub consent_approvals: Arc<ConsentApprovals>,
     pub qr: Arc<dyn QrRenderer>,
+    pub signatures: Arc<SignatureService>,
     pub oauth: Arc<OAuthService>,
     /// The OAuth signing keys shared by every process (operator rotation, reloads).
     pub oauth_keys: Arc<OAuthKeys>,

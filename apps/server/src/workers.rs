@@ -130,7 +130,29 @@ pub fn spawn_all(
             }
         },
     );
+    let signatures = context.signatures.clone();
+    // Polled, not woken: expiry is time passing; each expiry is a compare-and-swap, so several
+    // processes may sweep at once.
+    let expire_signatures = spawn_loop(
+        "signature-expiry",
+        interval,
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        move || {
+            let signatures = signatures.clone();
+            async move {
+                match signatures.expire_due().await {
+                    Ok(expired) => expired,
+                    Err(error) => {
+                        tracing::warn!(error = %chain(&error), "signature expiry round failed");
+                        0
+                    }
+                }
+            }
+        },
+    );
     vec![
+        expire_signatures,
         recover,
         reload_keys,
         maintenance,

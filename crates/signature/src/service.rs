@@ -29,6 +29,9 @@ pub struct SignatureSettings {
     pub max_document_bytes: usize,
     /// Whether callback URLs may target private or loopback hosts.
     pub allow_private_callbacks: bool,
+    /// The hosted signing page (`IDC_SIGN_URL`, default `{base}/sign`); a request's page is
+    /// `{sign_url}/{signatureRequestId}`.
+    pub sign_url: String,
 }
 
 impl Default for SignatureSettings {
@@ -36,6 +39,7 @@ impl Default for SignatureSettings {
         Self {
             max_document_bytes: 20 << 20,
             allow_private_callbacks: false,
+            sign_url: "http://localhost:8080/sign".into(),
         }
     }
 }
@@ -108,6 +112,15 @@ impl SignatureService {
 
     pub fn now(&self) -> Timestamp {
         self.clock.now()
+    }
+
+    /// The hosted page where the request's signers sign.
+    pub fn sign_url(&self, request: &SignatureRequest) -> String {
+        format!(
+            "{}/{}",
+            self.settings.sign_url.trim_end_matches('/'),
+            request.id
+        )
     }
 
     /// Validates the upload and the signers, stores the document, then the pending request.

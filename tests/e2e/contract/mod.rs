@@ -15,6 +15,7 @@ mod merchants;
 mod oauth;
 mod redact;
 mod schema;
+mod signatures;
 
 use std::collections::BTreeSet;
 
@@ -219,6 +220,7 @@ async fn the_api_contract_holds(app: TestApp) {
     consents::walk(&app, &mut contract).await;
     endusers::walk(&app, &mut contract).await;
     oauth::walk(&app, &mut contract).await;
+    signatures::walk(&app, &mut contract).await;
     contract.assert_every_json_route_pinned();
     app.stop().await;
 }

@@ -79,6 +79,7 @@ fn redact_text(field: &str, text: &str) -> String {
     let text = redact_query_value(text, "token=", "[token]");
     let text = redact_query_value(&text, "code=", "[secret]");
     let text = redact_port(&text);
+    let text = redact_path_ids(&text);
     // Test emails, installations and SMS texts carry random digits; fixed texts keep theirs.
     if text.contains('@') || RANDOM_DIGIT_FIELDS.contains(&field) {
         long_digit_runs(&text)
@@ -155,6 +156,20 @@ fn redact_port(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Ids as path segments of URLs (`…/sign/sr_01JD…` → `…/sign/sr_[id]`).
+fn redact_path_ids(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_owned();
+    }
+    text.split('/')
+        .map(|segment| match id_prefix(segment) {
+            Some(prefix) => format!("{prefix}_[id]"),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Runs of six digits or more (random parts of test emails and names, SMS codes) → `#`.

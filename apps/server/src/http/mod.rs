@@ -16,6 +16,7 @@ mod oauth;
 pub mod openapi;
 mod reference;
 pub mod send_limits;
+mod signatures;
 mod system;
 mod webhooks;
 
@@ -43,6 +44,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .service(notifications::send_test_message)
         .configure(oauth::routes)
         .configure(consents::routes)
+        .configure(signatures::routes)
         .configure(endusers::routes)
         .configure(webhooks::routes)
         .configure(merchants::routes)

@@ -9,6 +9,7 @@ mod enduser;
 mod merchant;
 mod notification;
 mod oauth;
+mod signature;
 mod system;
 mod webhook;
 
@@ -26,6 +27,7 @@ use idconsent_kernel::{
 };
 use idconsent_notification::Notifier;
 use idconsent_oauth::OAuthApprovals;
+use idconsent_signature::SignatureApprovals;
 use idconsent_store_diesel::Db;
 use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
 use tokio::sync::Notify;
@@ -145,6 +147,8 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let mut approvals = ApprovalRegistry::new();
     approvals.register(consent_approvals.clone())?;
     approvals.register(Arc::new(enduser::device_additions(&shared)))?;
+    let signatures = signature::build(&shared);
+    approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
     let endusers = enduser::build(&shared, Arc::new(approvals))?;
 
     let gates = config
@@ -162,6 +166,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         merchants: merchants.service,
         consents: consents.service,
         consent_approvals,
+        signatures,
         qr: consents.qr,
         oauth,
         oauth_keys,
