@@ -66,6 +66,23 @@ fn padded_pdf(pages: usize, trailer_extra: &str, padding: usize) -> Vec<u8> {
     out
 }
 
+/// `pdfsig`'s report on `pdf` (poppler-utils; it exits 0 even on a digest mismatch, so the
+/// text is what counts). `None` where it is not installed, except under CI, which installs it.
+fn pdfsig(pdf: &[u8]) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("certificate.pdf");
+    std::fs::write(&path, pdf).unwrap();
+    match std::process::Command::new("pdfsig").arg(&path).output() {
+        Ok(output) => Some(format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        )),
+        Err(_) if std::env::var("CI").is_ok() => panic!("pdfsig is missing (poppler-utils)"),
+        Err(_) => None,
+    }
+}
+
 fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {
     json!({
         "document": BASE64.encode(document),
@@ -267,6 +284,25 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
     let appended = String::from_utf8_lossy(&signed[document.len()..]);
     assert!(appended.contains("Signature audit trail"), "{appended}");
     assert!(appended.contains("ann@example.com"));
+    // Standard validators accept it, and a copy with one byte flipped fails.
+    let report = pdfsig(&signed);
+    if let Some(report) = report {
+        assert!(
+            report.contains("Signature Validation: Signature is Valid."),
+            "{report}"
+        );
+        assert!(report.contains("Total document signed"), "{report}");
+        assert!(report.contains("ETSI.CAdES.detached"), "{report}");
+        for at in [10, document.len() + 40, signed.len() - 30] {
+            let mut tampered = signed.to_vec();
+            tampered[at] ^= 0x01;
+            let report = pdfsig(&tampered).unwrap_or_default();
+            assert!(
+                !report.contains("Signature is Valid."),
+                "flipped byte {at}: {report}"
+            );
+        }
+    }
     // Downloaded again, the same certificate.
     let again = read(&app, &application, &key, &certificate_path).await;
     assert_eq!(again.bytes().await.unwrap(), signed);

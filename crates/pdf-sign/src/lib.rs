@@ -2,7 +2,10 @@
 
 mod audit_page;
 mod certificate;
+mod cms;
+mod identity;
 mod inspect;
 
-pub use certificate::{LopdfCertificateMaker, append_audit_pages};
+pub use certificate::PadesCertificateMaker;
+pub use identity::{IdentityError, SigningIdentity};
 pub use inspect::LopdfInspector;

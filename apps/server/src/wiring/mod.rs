@@ -103,6 +103,8 @@ pub enum WiringError {
     Approvals(#[from] idconsent_approval::DuplicateKind),
     #[error(transparent)]
     Blobs(#[from] idconsent_blob_s3::S3ConfigError),
+    #[error("document signing identity (IDC_SIGNING_CERT / IDC_SIGNING_KEY): {0}")]
+    SigningIdentity(#[from] idconsent_pdf_sign::IdentityError),
 }
 
 /// Builds every service of the deployment.
@@ -147,7 +149,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let mut approvals = ApprovalRegistry::new();
     approvals.register(consent_approvals.clone())?;
     approvals.register(Arc::new(enduser::device_additions(&shared)))?;
-    let signatures = signature::build(&shared);
+    let signatures = signature::build(&shared)?;
     approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
     let endusers = enduser::build(&shared, Arc::new(approvals))?;
 
