@@ -66,6 +66,13 @@ fn padded_pdf(pages: usize, trailer_extra: &str, padding: usize) -> Vec<u8> {
     out
 }
 
+/// Bytes to flip in tamper checks: in the upload, in the appended update and in the trailer.
+/// (The zero padding after the CMS inside `/Contents` is the one region validators ignore:
+/// it is outside the signed ranges and after the DER's end.)
+fn flipped_positions(document: &[u8], signed: &[u8]) -> [usize; 3] {
+    [10, document.len() + 40, signed.len() - 30]
+}
+
 /// `pdfsig`'s report on `pdf` (poppler-utils; it exits 0 even on a digest mismatch, so the
 /// text is what counts). `None` where it is not installed, except under CI, which installs it.
 fn pdfsig(pdf: &[u8]) -> Option<String> {
@@ -79,6 +86,37 @@ fn pdfsig(pdf: &[u8]) -> Option<String> {
             String::from_utf8_lossy(&output.stderr)
         )),
         Err(_) if std::env::var("CI").is_ok() => panic!("pdfsig is missing (poppler-utils)"),
+        Err(_) => None,
+    }
+}
+
+/// pyHanko's validation of `pdf` trusting `trusted`: (success, report). `None` where it is not
+/// installed, except under CI, which installs it.
+fn pyhanko(pdf: &[u8], trusted: &std::path::Path) -> Option<(bool, String)> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("certificate.pdf");
+    std::fs::write(&path, pdf).unwrap();
+    let output = std::process::Command::new("pyhanko")
+        .args([
+            "sign",
+            "validate",
+            "--pretty-print",
+            "--trust-replace",
+            "--trust",
+        ])
+        .arg(trusted)
+        .arg(&path)
+        .output();
+    match output {
+        Ok(output) => Some((
+            output.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ),
+        )),
+        Err(_) if std::env::var("CI").is_ok() => panic!("pyhanko is missing (pyhanko-cli)"),
         Err(_) => None,
     }
 }
@@ -293,13 +331,35 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
         );
         assert!(report.contains("Total document signed"), "{report}");
         assert!(report.contains("ETSI.CAdES.detached"), "{report}");
-        for at in [10, document.len() + 40, signed.len() - 30] {
+        for at in flipped_positions(&document, &signed) {
             let mut tampered = signed.to_vec();
             tampered[at] ^= 0x01;
             let report = pdfsig(&tampered).unwrap_or_default();
             assert!(
                 !report.contains("Signature is Valid."),
                 "flipped byte {at}: {report}"
+            );
+        }
+    }
+    let trusted = app.data_dir().join("signing-cert.pem");
+    if let Some(report) = pyhanko(&signed, &trusted) {
+        assert!(report.0, "pyHanko refused the certificate: {}", report.1);
+        for line in [
+            "The signer's certificate is trusted.",
+            "The signature is cryptographically sound.",
+            "The signature covers the entire file.",
+            "The signature is judged VALID.",
+        ] {
+            assert!(report.1.contains(line), "{line}: {}", report.1);
+        }
+        for at in flipped_positions(&document, &signed) {
+            let mut tampered = signed.to_vec();
+            tampered[at] ^= 0x01;
+            let report = pyhanko(&tampered, &trusted).unwrap_or((false, String::new()));
+            assert!(
+                !report.0 || !report.1.contains("judged VALID"),
+                "flipped byte {at}: {}",
+                report.1
             );
         }
     }
