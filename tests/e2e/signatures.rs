@@ -73,6 +73,23 @@ fn flipped_positions(document: &[u8], signed: &[u8]) -> [usize; 3] {
     [10, document.len() + 40, signed.len() - 30]
 }
 
+/// The text `pdftotext` (poppler-utils) extracts from `pdf`; `None` where it is not installed,
+/// except under CI.
+fn pdftotext(pdf: &[u8]) -> Option<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("certificate.pdf");
+    std::fs::write(&path, pdf).unwrap();
+    match std::process::Command::new("pdftotext")
+        .arg(&path)
+        .arg("-")
+        .output()
+    {
+        Ok(output) => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
+        Err(_) if std::env::var("CI").is_ok() => panic!("pdftotext is missing (poppler-utils)"),
+        Err(_) => None,
+    }
+}
+
 /// `pdfsig`'s report on `pdf` (poppler-utils; it exits 0 even on a digest mismatch, so the
 /// text is what counts). `None` where it is not installed, except under CI, which installs it.
 fn pdfsig(pdf: &[u8]) -> Option<String> {
@@ -195,6 +212,7 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
         &[
             ("ann@example.com", "Ann Lee"),
             ("zoe@example.com", "Zoë Łukasz"),
+            ("zoya@example.com", "Зоя Петрова"),
         ],
     );
     request["callbackUrl"] = json!(receiver.url);
@@ -205,7 +223,7 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
     assert!(id.starts_with("sr_") && id.len() == 3 + 36, "{id}");
     assert_eq!(data["status"], "pending");
     let signers = data["signers"].as_array().unwrap();
-    assert_eq!(signers.len(), 2);
+    assert_eq!(signers.len(), 3);
     for signer in signers {
         assert_eq!(signer["status"], "awaiting_signature");
         assert!(
@@ -262,6 +280,11 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
     )
     .await;
 
+    json(
+        sign_as(&app, &application, &key, &id, "zoya@example.com").await,
+        200,
+    )
+    .await;
     let completed = json(
         sign_as(&app, &application, &key, &id, "zoe@example.com").await,
         200,
@@ -319,9 +342,19 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
         &document[..],
         "the upload stays a prefix"
     );
-    let appended = String::from_utf8_lossy(&signed[document.len()..]);
-    assert!(appended.contains("Signature audit trail"), "{appended}");
-    assert!(appended.contains("ann@example.com"));
+    // The audit page prints every signer's name, beyond Latin-1 too (an embedded font).
+    if let Some(text) = pdftotext(&signed) {
+        for expected in [
+            "Signature audit trail",
+            "Ann Lee <ann@example.com>",
+            "Zoë Łukasz",
+            "Зоя",
+        ] {
+            assert!(text.contains(expected), "{expected} missing from: {text}");
+        }
+        assert!(text.contains(&format!("Request: {id}")), "{text}");
+        assert!(text.contains("passkey"), "{text}");
+    }
     // Standard validators accept it, and a copy with one byte flipped fails.
     let report = pdfsig(&signed);
     if let Some(report) = report {

@@ -12,6 +12,7 @@ use sha2::{Digest, Sha256};
 
 use crate::audit_page::{LINES_PER_PAGE, audit_lines};
 use crate::cms::signed_data;
+use crate::font::EmbeddedFont;
 use crate::identity::SigningIdentity;
 
 /// Room for the DER CMS in `/Contents` (hex doubles it in the file): a certificate chain of a
@@ -46,6 +47,8 @@ enum MakeError {
     TooLarge(usize),
     #[error(transparent)]
     Cms(#[from] crate::cms::CmsError),
+    #[error(transparent)]
+    Font(#[from] crate::font::FontError),
 }
 
 fn certificate_error(error: impl Into<MakeError>) -> CertificateError {
@@ -176,18 +179,15 @@ fn add_audit_pages(
     pages_id: ObjectId,
     request: &SignatureRequest,
 ) -> Result<Vec<ObjectId>, MakeError> {
-    let font_id = document.add_object(dictionary! {
-        "Type" => "Font",
-        "Subtype" => "Type1",
-        "BaseFont" => "Helvetica",
-        "Encoding" => "WinAnsiEncoding",
-    });
+    let mut font = EmbeddedFont::dejavu_sans()?;
+    let pages: Vec<Vec<u8>> = audit_lines(request)
+        .chunks(LINES_PER_PAGE)
+        .map(|chunk| page_content(&mut font, chunk).encode())
+        .collect::<Result<_, _>>()?;
+    let font_id = font.add_to(document)?;
     let mut added = Vec::new();
-    for chunk in audit_lines(request).chunks(LINES_PER_PAGE) {
-        let content_id = document.add_object(Stream::new(
-            Dictionary::new(),
-            page_content(chunk).encode()?,
-        ));
+    for content in pages {
+        let content_id = document.add_object(Stream::new(Dictionary::new(), content));
         added.push(document.add_object(dictionary! {
             "Type" => "Page",
             "Parent" => pages_id,
@@ -263,7 +263,7 @@ fn sign_in_place(identity: &SigningIdentity, pdf: &mut [u8]) -> Result<(), MakeE
     Ok(())
 }
 
-fn page_content(lines: &[String]) -> Content {
+fn page_content(font: &mut EmbeddedFont, lines: &[String]) -> Content {
     let mut operations = vec![
         Operation::new("BT", vec![]),
         Operation::new("Tf", vec!["F1".into(), 10.into()]),
@@ -273,21 +273,13 @@ fn page_content(lines: &[String]) -> Content {
     for line in lines {
         operations.push(Operation::new(
             "Tj",
-            vec![Object::String(win_ansi(line), lopdf::StringFormat::Literal)],
+            vec![Object::String(
+                font.encode(line),
+                lopdf::StringFormat::Hexadecimal,
+            )],
         ));
         operations.push(Operation::new("T*", vec![]));
     }
     operations.push(Operation::new("ET", vec![]));
     Content { operations }
-}
-
-/// The standard Helvetica prints Latin-1 only: other characters become `?` until the audit
-/// page embeds a font (ADR 0015).
-fn win_ansi(text: &str) -> Vec<u8> {
-    text.chars()
-        .map(|c| match u8::try_from(u32::from(c)) {
-            Ok(byte) if byte >= 0x20 && byte != 0x7f && !(0x80..0xa0).contains(&byte) => byte,
-            _ => b'?',
-        })
-        .collect()
 }

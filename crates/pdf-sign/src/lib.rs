@@ -3,6 +3,7 @@
 mod audit_page;
 mod certificate;
 mod cms;
+mod font;
 mod identity;
 mod inspect;
 
