@@ -34,7 +34,7 @@ impl PadesCertificateMaker {
 }
 
 #[derive(Debug, thiserror::Error)]
-enum MakeError {
+pub(crate) enum MakeError {
     #[error(transparent)]
     Pdf(#[from] lopdf::Error),
     #[error(transparent)]
@@ -67,7 +67,7 @@ impl CertificateMaker for PadesCertificateMaker {
 }
 
 /// The signed certificate of `request` over `original`.
-fn certify(
+pub(crate) fn certify(
     identity: &SigningIdentity,
     original: &[u8],
     request: &SignatureRequest,

@@ -10,3 +10,6 @@ mod inspect;
 pub use certificate::PadesCertificateMaker;
 pub use identity::{IdentityError, SigningIdentity};
 pub use inspect::LopdfInspector;
+
+#[cfg(test)]
+mod tests;
