@@ -31,6 +31,15 @@ impl PadesCertificateMaker {
     pub fn new(identity: Arc<SigningIdentity>) -> Self {
         Self { identity }
     }
+
+    /// [`CertificateMaker::certify`] on the calling thread (benchmarks).
+    pub fn certify_blocking(
+        &self,
+        original: &[u8],
+        request: &SignatureRequest,
+    ) -> Result<Vec<u8>, CertificateError> {
+        certify(&self.identity, original, request).map_err(certificate_error)
+    }
 }
 
 #[derive(Debug, thiserror::Error)]

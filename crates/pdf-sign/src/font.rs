@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::sync::OnceLock;
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream, dictionary};
 
@@ -16,6 +17,21 @@ const NAME: &str = "DejaVuSans";
 #[derive(Debug, thiserror::Error)]
 #[error("the embedded font cannot be read")]
 pub struct FontError;
+
+/// The font file as a compressed `FontFile2` stream, compressed once per process: deflating
+/// 750 KB for every certificate would cost more than the rest of the signing.
+fn compressed_font_file() -> Result<&'static Stream, FontError> {
+    static FILE: OnceLock<Option<Stream>> = OnceLock::new();
+    FILE.get_or_init(|| {
+        let mut file = Stream::new(
+            dictionary! { "Length1" => DEJAVU_SANS.len() as i64 },
+            DEJAVU_SANS.to_vec(),
+        );
+        file.compress().ok().map(|()| file)
+    })
+    .as_ref()
+    .ok_or(FontError)
+}
 
 /// Glyphs of the embedded font, and the ones a document has used.
 pub struct EmbeddedFont {
@@ -57,12 +73,7 @@ impl EmbeddedFont {
 
     /// Adds the font's objects to `document` and returns the Type0 font to name in resources.
     pub fn add_to(&self, document: &mut Document) -> Result<ObjectId, FontError> {
-        let mut file = Stream::new(
-            dictionary! { "Length1" => DEJAVU_SANS.len() as i64 },
-            DEJAVU_SANS.to_vec(),
-        );
-        file.compress().map_err(|_| FontError)?;
-        let file_id = document.add_object(file);
+        let file_id = document.add_object(compressed_font_file()?.clone());
         let scale = 1000.0 / f32::from(self.face.units_per_em());
         let scaled = |value: i16| ((f32::from(value)) * scale).round() as i64;
         let bbox = self.face.global_bounding_box();
