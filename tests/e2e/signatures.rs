@@ -17,6 +17,8 @@ on_both_backends!(
     a_document_over_20_mib_is_refused_with_413,
     requests_are_visible_only_to_their_application_and_environment,
     a_request_expires_when_its_time_is_up,
+    concurrent_last_signatures_complete_once,
+    a_create_is_idempotent,
 );
 
 /// A small valid PDF with `pages` pages and the given extra trailer entries, its xref table
@@ -683,4 +685,84 @@ async fn a_request_expires_when_its_time_is_up(app: TestApp) {
         "conflict",
     )
     .await;
+}
+
+async fn concurrent_last_signatures_complete_once(app: TestApp) {
+    let receiver = Receiver::start().await;
+    let merchant = app.register_merchant().await;
+    let application = app.application_calling(&merchant, &receiver.url).await;
+    let key = application.sandbox_key.clone();
+    let emails: Vec<String> = (0..6).map(|n| format!("s{n}@example.com")).collect();
+    let signers: Vec<(&str, &str)> = emails.iter().map(|e| (e.as_str(), "Signer")).collect();
+    let id = created_id(&app, &application, &body(&pdf(1, ""), &signers)).await;
+    // Every signer at once, and each of them twice: six signatures count, the rest are 409.
+    let attempts = emails
+        .iter()
+        .chain(emails.iter())
+        .map(|email| sign_as(&app, &application, &key, &id, email));
+    let statuses: Vec<u16> = futures_util::future::join_all(attempts)
+        .await
+        .into_iter()
+        .map(|response| response.status().as_u16())
+        .collect();
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        6,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 409).count(),
+        6,
+        "{statuses:?}"
+    );
+    let shown = json(
+        read(
+            &app,
+            &application,
+            &key,
+            &format!("/v1/signature/documents/{id}"),
+        )
+        .await,
+        200,
+    )
+    .await;
+    assert_eq!(shown["data"]["status"], "completed");
+    receiver
+        .wait_for(|received| {
+            received
+                .iter()
+                .find(|r| r.event_type() == "signature.completed")
+                .cloned()
+        })
+        .await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let completions = receiver
+        .received()
+        .iter()
+        .filter(|r| r.event_type() == "signature.completed")
+        .count();
+    assert_eq!(completions, 1, "one completion event");
+}
+
+async fn a_create_is_idempotent(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let first_body = serde_json::to_vec(&body(&pdf(1, ""), &[("ann@example.com", "Ann")])).unwrap();
+    let send = |bytes: Vec<u8>| {
+        app.signed(
+            Method::POST,
+            "/v1/signature/documents",
+            &application.sandbox_key,
+            &application.secret,
+            &bytes,
+        )
+        .header("idempotency-key", "contract-7")
+        .send()
+    };
+    let first = json(send(first_body.clone()).await.unwrap(), 201).await;
+    let again = send(first_body).await.unwrap();
+    assert_eq!(again.headers()["idempotent-replayed"], "true");
+    assert_eq!(json(again, 201).await, first, "the stored response");
+    let other = serde_json::to_vec(&body(&pdf(2, ""), &[("ann@example.com", "Ann")])).unwrap();
+    error(send(other).await.unwrap(), 409, "conflict").await;
 }

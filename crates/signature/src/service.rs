@@ -20,8 +20,10 @@ use crate::ports::{CertificateMaker, PdfInspector, SignatureRepository};
 pub const MAX_SIGNERS: usize = 20;
 pub const DEFAULT_EXPIRES_IN_HOURS: u32 = 72;
 pub const MAX_EXPIRES_IN_HOURS: u32 = 720;
-/// How often a transition is recomputed when another one got in first.
-const REPLACE_ATTEMPTS: usize = 8;
+/// How often a transition is recomputed when another one got in first. Every lost race is
+/// another answer (or the expiry) that succeeded, and a request takes at most one per signer
+/// plus the expiry, so this bound is never what refuses a legitimate answer.
+const REPLACE_ATTEMPTS: usize = MAX_SIGNERS + 2;
 
 #[derive(Debug, Clone)]
 pub struct SignatureSettings {
