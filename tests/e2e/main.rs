@@ -15,4 +15,5 @@ mod oauth_browser;
 mod outage;
 mod qr;
 mod scale_out;
+mod signatures;
 mod webhooks;

@@ -84,6 +84,11 @@ impl TestApp {
         })
     }
 
+    /// The service's data directory (generated keys, blobs).
+    pub fn data_dir(&self) -> &std::path::Path {
+        self._data_dir.path()
+    }
+
     /// Moves the service's clock forward: expiry, retention and schedules happen as if `by`
     /// had passed (background workers notice at their next poll, within 100 ms).
     pub fn advance(&self, by: std::time::Duration) {

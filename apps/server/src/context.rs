@@ -10,6 +10,7 @@ use idconsent_kernel::{IdGenerator, QrRenderer};
 use idconsent_merchant::MerchantService;
 use idconsent_notification::{Notifier, SendLimits};
 use idconsent_oauth::OAuthService;
+use idconsent_signature::SignatureService;
 use idconsent_webhook::DeliveryLog;
 use tokio::sync::Notify;
 
@@ -33,6 +34,7 @@ pub struct AppContext {
     pub qr: Arc<dyn QrRenderer>,
     /// QR codes merchants generate (`/v1/qr`).
     pub qr_codes: Arc<idconsent_qrcode::QrCodeService>,
+    pub signatures: Arc<SignatureService>,
     pub oauth: Arc<OAuthService>,
     /// The OAuth signing keys shared by every process (operator rotation, reloads).
     pub oauth_keys: Arc<OAuthKeys>,

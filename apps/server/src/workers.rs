@@ -159,6 +159,25 @@ pub fn spawn_all(
             }
         },
     );
+    let signatures = context.signatures.clone();
+    // Polled, not woken: expiry is time passing; each expiry is a compare-and-swap, so several
+    // processes may sweep at once.
+    let expire_signatures = spawn_loop(
+        "signature-expiry",
+        interval,
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        health.clone(),
+        move || {
+            let signatures = signatures.clone();
+            async move {
+                signatures
+                    .expire_due()
+                    .await
+                    .map_err(|error| failed("signature expiry round", error))
+            }
+        },
+    );
     let dispatcher = context.workers.notifications.clone();
     let notify = spawn_loop(
         "notifications",
@@ -185,7 +204,15 @@ pub fn spawn_all(
             }
         },
     );
-    vec![recover, reload_keys, maintenance, deliver, expire, notify]
+    vec![
+        expire_signatures,
+        recover,
+        reload_keys,
+        maintenance,
+        deliver,
+        expire,
+        notify,
+    ]
 }
 
 /// An error with all its causes, for one log line.

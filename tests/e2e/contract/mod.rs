@@ -16,6 +16,7 @@ mod oauth;
 mod qr;
 mod redact;
 mod schema;
+mod signatures;
 
 use std::collections::BTreeSet;
 
@@ -221,6 +222,7 @@ async fn the_api_contract_holds(app: TestApp) {
     endusers::walk(&app, &mut contract).await;
     oauth::walk(&app, &mut contract).await;
     qr::walk(&app, &mut contract).await;
+    signatures::walk(&app, &mut contract).await;
     contract.assert_every_json_route_pinned();
     app.stop().await;
 }

@@ -121,17 +121,6 @@ fn id_prefix(text: &str) -> Option<&str> {
     (is_prefix && is_body).then_some(prefix)
 }
 
-/// Typed ids as path segments of a URL (`…/v1/qr/qr_01JD…/image` → `…/v1/qr/qr_[id]/image`).
-fn redact_path_ids(text: &str) -> String {
-    text.split('/')
-        .map(|segment| match id_prefix(segment) {
-            Some(prefix) => format!("{prefix}_[id]"),
-            None => segment.to_owned(),
-        })
-        .collect::<Vec<_>>()
-        .join("/")
-}
-
 /// Replaces the value of a query parameter (up to the next `&` or `#`).
 fn redact_query_value(text: &str, parameter: &str, placeholder: &str) -> String {
     let mut out = String::with_capacity(text.len());
@@ -167,6 +156,20 @@ fn redact_port(text: &str) -> String {
     }
     out.push_str(rest);
     out
+}
+
+/// Ids as path segments of URLs (`…/sign/sr_01JD…` → `…/sign/sr_[id]`, `…/v1/qr/qr_…/image`).
+fn redact_path_ids(text: &str) -> String {
+    if !text.contains("://") {
+        return text.to_owned();
+    }
+    text.split('/')
+        .map(|segment| match id_prefix(segment) {
+            Some(prefix) => format!("{prefix}_[id]"),
+            None => segment.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("/")
 }
 
 /// Runs of six digits or more (random parts of test emails and names, SMS codes) → `#`.

@@ -22,6 +22,7 @@ mod merchant;
 mod notify;
 mod oauth;
 mod passkeys;
+mod signature;
 mod webhook;
 
 pub use blobs::{BlobArgs, BlobConfig, BlobStoreKind};
@@ -30,6 +31,7 @@ pub use merchant::{MerchantArgs, MerchantConfig, RegistryKind, RegistrySettings}
 pub use notify::{NotifyArgs, NotifyConfig, SmsSettings, SmtpSettings};
 pub use oauth::{OAuthArgs, OAuthConfig};
 pub use passkeys::{PasskeyArgs, PasskeyConfig};
+pub use signature::{SignatureArgs, SignatureConfig};
 pub use webhook::{WebhookArgs, WebhookConfig};
 
 /// `dev` gives a working server with no setup (dev mailbox, generated keys); `production`
@@ -146,6 +148,8 @@ pub struct Settings {
     pub oauth: OAuthArgs,
     #[command(flatten)]
     pub passkeys: PasskeyArgs,
+    #[command(flatten)]
+    pub signature: SignatureArgs,
 }
 
 /// The 32-byte key that encrypts secrets at rest. Never printed.
@@ -199,6 +203,7 @@ pub struct Config {
     pub consent: ConsentConfig,
     pub oauth: OAuthConfig,
     pub passkeys: PasskeyConfig,
+    pub signature: SignatureConfig,
     /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
     /// tests are stopped through their handle instead.
     pub handle_signals: bool,
@@ -310,6 +315,7 @@ impl Settings {
             consent: self.consent.resolve()?,
             oauth,
             passkeys: self.passkeys.resolve(),
+            signature: self.signature.resolve(production)?,
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
             clock: None,
@@ -366,6 +372,7 @@ impl Config {
                 rp_origins: "http://localhost:8080".into(),
                 recovery_cooling_off: Duration::from_secs(72 * 3600),
             },
+            signature: SignatureConfig::default(),
             handle_signals: false,
             worker_poll_interval: Duration::from_millis(100),
             clock: None,

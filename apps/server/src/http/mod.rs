@@ -17,6 +17,7 @@ pub mod openapi;
 mod qr;
 mod reference;
 pub mod send_limits;
+mod signatures;
 mod system;
 mod webhooks;
 
@@ -44,6 +45,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .service(notifications::send_test_message)
         .configure(oauth::routes)
         .configure(consents::routes)
+        .configure(signatures::routes)
         .configure(endusers::routes)
         .configure(webhooks::routes)
         .configure(qr::routes)

@@ -28,6 +28,7 @@ use crate::http::error::{ErrorBody, FieldErrorBody};
         (name = "applications", description = "Applications and their API credentials (merchant JWT)"),
         (name = "admin", description = "The platform operator's review (operator token)"),
         (name = "consents", description = "Consent sessions and their QR codes (signed API-key requests)"),
+        (name = "signatures", description = "Signature requests: PDFs signed by 1 to 20 signers, and their certificates (signed API-key requests)"),
         (name = "sandbox", description = "Act as the user in sandbox (mk_test_ keys only)"),
         (name = "webhooks", description = "Signed webhook deliveries (signed API-key requests)"),
         (name = "notifications", description = "Outgoing SMS and email"),

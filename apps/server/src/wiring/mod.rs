@@ -9,6 +9,7 @@ mod enduser;
 mod merchant;
 mod notification;
 mod oauth;
+mod signature;
 mod system;
 mod webhook;
 
@@ -26,6 +27,7 @@ use idconsent_kernel::{
 };
 use idconsent_notification::Notifier;
 use idconsent_oauth::OAuthApprovals;
+use idconsent_signature::SignatureApprovals;
 use idconsent_store_diesel::{Db, reseal_legacy_secrets};
 use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
 use tokio::sync::Notify;
@@ -103,6 +105,8 @@ pub enum WiringError {
     Blobs(#[from] idconsent_blob_s3::S3ConfigError),
     #[error("re-sealing stored secrets: {0}")]
     Reseal(#[from] idconsent_store_diesel::ResealError),
+    #[error("document signing identity (IDC_SIGNING_CERT / IDC_SIGNING_KEY): {0}")]
+    SigningIdentity(#[from] idconsent_pdf_sign::IdentityError),
 }
 
 /// Builds every service of the deployment.
@@ -154,6 +158,8 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let mut approvals = ApprovalRegistry::new();
     approvals.register(consent_approvals.clone())?;
     approvals.register(Arc::new(enduser::device_additions(&shared)))?;
+    let signatures = signature::build(&shared)?;
+    approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
     let endusers = enduser::build(&shared, Arc::new(approvals))?;
 
     let gates = config
@@ -180,6 +186,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
             shared.ids.clone(),
             shared.clock.clone(),
         )),
+        signatures,
         qr: consents.qr,
         oauth,
         oauth_keys,

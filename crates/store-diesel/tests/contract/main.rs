@@ -34,5 +34,6 @@ mod notification;
 mod oauth;
 mod qrcode;
 mod reseal;
+mod signature;
 mod throttle;
 mod webhook;

@@ -54,6 +54,7 @@ macro_rules! select_every_table {
             oauth_signing_keys,
             throttle_counters,
             qr_codes,
+            signature_requests,
         )
     };
 }

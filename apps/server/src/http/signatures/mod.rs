@@ -1,0 +1,40 @@
+//! Signature requests (spec §4.9, CONTRACT §7): signed requests (S) and the sandbox helper.
+
+mod create;
+mod read;
+mod sandbox;
+
+use idconsent_access::Caller;
+use idconsent_signature::{Requester, SignatureError};
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::http::error::ApiError;
+
+pub fn routes(config: &mut ServiceConfig) {
+    config
+        .service(create::create)
+        .service(read::get)
+        .service(read::certificate)
+        .service(sandbox::sign);
+}
+
+/// The application behind a signed request, in the signature domain's terms.
+pub fn requester(caller: &Caller) -> Requester {
+    let application = &caller.application;
+    Requester {
+        application_id: application.id.clone(),
+        environment: caller.environment,
+        default_callback_url: Some(application.callback_url.as_str().to_owned()),
+    }
+}
+
+impl From<SignatureError> for ApiError {
+    fn from(error: SignatureError) -> Self {
+        match error {
+            SignatureError::Invalid(errors) => ApiError::validation(errors),
+            SignatureError::TooLarge(limit) => ApiError::payload_too_large(limit),
+            SignatureError::Unavailable(source) => ApiError::failure(&*source),
+            other => ApiError::new(other.category(), other.to_string()),
+        }
+    }
+}

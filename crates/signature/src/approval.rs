@@ -1,0 +1,208 @@
+//! Signature requests as objects a signer approves with a passkey (purpose `signature`).
+//!
+//! One request has several signers, and each confirms for themself, so the purpose id names
+//! both: `sr_…:<signer email>`. The context the challenge commits to names the document's
+//! SHA-256 and the signer, so an assertion proves who signed which bytes.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use idconsent_approval::{
+    AlsoFn, ApprovalTarget, Approver, Audience, Decision, PurposeKind, Recipient, Target,
+    TargetError,
+};
+use idconsent_kernel::{EmailAddress, Timestamp};
+use serde::Serialize;
+
+use crate::error::SignatureError;
+use crate::model::{Evidence, RequestStatus, SignatureRequest};
+use crate::service::{Answer, SignatureService};
+
+/// The purpose id of one signer of one request.
+pub fn purpose_id(request: &SignatureRequest, signer: &EmailAddress) -> String {
+    format!("{}:{}", request.id, signer)
+}
+
+/// What a signer confirms, and what the challenge commits to (SHA-256 of its canonical JSON,
+/// ADR 0006). Built only here, from the stored request.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SignatureContext<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    signature_request_id: &'a str,
+    document_sha256: &'a str,
+    document_pages: u32,
+    signer: ShownSigner<'a>,
+    expires_at: Timestamp,
+}
+
+#[derive(Debug, Serialize)]
+struct ShownSigner<'a> {
+    email: &'a str,
+    name: &'a str,
+}
+
+impl<'a> SignatureContext<'a> {
+    /// `None` when `email` is not a signer of `request`.
+    pub fn of(request: &'a SignatureRequest, email: &EmailAddress) -> Option<Self> {
+        let signer = request.signer(email)?;
+        Some(Self {
+            kind: "signature",
+            signature_request_id: request.id.as_str(),
+            document_sha256: &request.document_sha256,
+            document_pages: request.document_pages,
+            signer: ShownSigner {
+                email: signer.email.as_str(),
+                name: &signer.name,
+            },
+            expires_at: request.expires_at,
+        })
+    }
+}
+
+/// The [`ApprovalTarget`] of signature requests.
+#[derive(Debug, Clone)]
+pub struct SignatureApprovals {
+    signatures: Arc<SignatureService>,
+}
+
+impl SignatureApprovals {
+    pub fn new(signatures: Arc<SignatureService>) -> Self {
+        Self { signatures }
+    }
+
+    async fn request_and_signer(
+        &self,
+        id: &str,
+    ) -> Result<(SignatureRequest, EmailAddress), TargetError> {
+        let (request_id, email) = id.split_once(':').ok_or(TargetError::NotFound)?;
+        let email = EmailAddress::parse(email).map_err(|_| TargetError::NotFound)?;
+        let request = self
+            .signatures
+            .load(request_id)
+            .await
+            .map_err(target_error)?;
+        if request.signer(&email).is_none() {
+            return Err(TargetError::NotFound);
+        }
+        Ok((request, email))
+    }
+}
+
+fn audience_of(request: &SignatureRequest) -> Option<Audience> {
+    request.callback_url.as_ref().map(|url| Audience {
+        application_id: request.application_id.clone(),
+        environment: request.environment,
+        callback_url: url.clone(),
+    })
+}
+
+fn target_error(error: SignatureError) -> TargetError {
+    match error {
+        SignatureError::NotFound(_) => TargetError::NotFound,
+        SignatureError::Conflict(message) => TargetError::NotPending(message),
+        other => TargetError::Unavailable(Box::new(other)),
+    }
+}
+
+#[async_trait]
+impl ApprovalTarget for SignatureApprovals {
+    fn kind(&self) -> PurposeKind {
+        PurposeKind::Signature
+    }
+
+    async fn describe(&self, id: &str) -> Result<Target, TargetError> {
+        let (request, email) = self.request_and_signer(id).await?;
+        let status = request.status_at(self.signatures.now());
+        if status != RequestStatus::Pending {
+            return Err(TargetError::NotPending(format!(
+                "The signature request is {}",
+                status.as_str()
+            )));
+        }
+        let context = SignatureContext::of(&request, &email).ok_or(TargetError::NotFound)?;
+        let context = serde_json::to_value(context)
+            .map_err(|error| TargetError::Unavailable(Box::new(error)))?;
+        Ok(Target {
+            recipient: Recipient::Email(email),
+            context,
+            audience: audience_of(&request),
+        })
+    }
+
+    async fn audience(&self, id: &str) -> Result<Option<Audience>, TargetError> {
+        let (request, _) = self.request_and_signer(id).await?;
+        Ok(audience_of(&request))
+    }
+
+    /// An approval signs with the passkey verified; a rejection declines.
+    async fn decide(
+        &self,
+        id: &str,
+        decision: Decision,
+        _by: &Approver,
+        also: &AlsoFn<'_>,
+    ) -> Result<String, TargetError> {
+        let (request, email) = self.request_and_signer(id).await?;
+        let also = audience_of(&request)
+            .map(|audience| also(&audience))
+            .unwrap_or_default();
+        let evidence = Evidence {
+            email_code_verified: true,
+            biometric_verified: true,
+            ..Evidence::default()
+        };
+        let answer = match decision {
+            Decision::Approve => Answer::Sign,
+            Decision::Reject => Answer::Decline,
+        };
+        let answered = self
+            .signatures
+            .answer(request, &email, &evidence, answer, also)
+            .await
+            .map_err(target_error)?;
+        Ok(answered.status.as_str().to_owned())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use idconsent_approval::commitment::{canonical_json, context_hash};
+
+    use super::*;
+    use crate::model::tests::two_signers;
+
+    #[test]
+    fn the_context_commits_to_the_document_and_the_signer() {
+        let request = two_signers(true);
+        let ann = EmailAddress::parse("ann@example.com").unwrap();
+        let bo = EmailAddress::parse("bo@example.com").unwrap();
+        let of = |request: &SignatureRequest, email: &EmailAddress| {
+            serde_json::to_value(SignatureContext::of(request, email).unwrap()).unwrap()
+        };
+        assert_eq!(
+            String::from_utf8(canonical_json(&of(&request, &ann))).unwrap(),
+            format!(
+                r#"{{"documentPages":1,"documentSha256":"{}","expiresAt":"1970-01-01T00:01:40.000Z","signatureRequestId":"sr_1","signer":{{"email":"ann@example.com","name":"Ann"}},"type":"signature"}}"#,
+                "ab".repeat(32)
+            )
+        );
+        assert_ne!(
+            context_hash(&of(&request, &ann)),
+            context_hash(&of(&request, &bo))
+        );
+        let mut other_document = request.clone();
+        other_document.document_sha256 = "cd".repeat(32);
+        assert_ne!(
+            context_hash(&of(&request, &ann)),
+            context_hash(&of(&other_document, &ann))
+        );
+        assert!(
+            SignatureContext::of(&request, &EmailAddress::parse("eve@example.com").unwrap())
+                .is_none()
+        );
+        assert_eq!(purpose_id(&request, &ann), "sr_1:ann@example.com");
+    }
+}

@@ -1,0 +1,26 @@
+#![doc = include_str!("../README.md")]
+
+mod approval;
+mod error;
+pub mod events;
+pub mod model;
+pub mod ports;
+mod service;
+
+#[cfg(feature = "contract")]
+pub mod contract;
+
+pub use approval::{SignatureApprovals, SignatureContext, purpose_id};
+pub use error::SignatureError;
+pub use events::StatusBody;
+pub use model::{
+    AuditAction, AuditEntry, Evidence, RequestStatus, SignatureRequest, Signer, SignerStatus,
+};
+pub use ports::{
+    CertificateError, CertificateMaker, PdfFacts, PdfInspector, PdfRejection, SignatureRepository,
+    StoreError,
+};
+pub use service::{
+    Answer, CreateRequest, Requester, SignaturePorts, SignatureService, SignatureSettings,
+    SignerInput,
+};

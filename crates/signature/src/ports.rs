@@ -1,0 +1,89 @@
+//! The signature ports. Documents themselves go to the kernel's `BlobStore`.
+
+use std::fmt;
+
+use async_trait::async_trait;
+use idconsent_kernel::Timestamp;
+use idconsent_kernel::id::SignatureRequestId;
+use idconsent_webhook::Effects;
+
+use crate::model::SignatureRequest;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// `create` with an id that exists.
+    #[error("duplicate signature request")]
+    Duplicate,
+    #[error("signature storage failed")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Signature requests and the outbox of their events.
+///
+/// Contract:
+/// - `create` inserts the request with its effects atomically (`Duplicate` for a known id).
+/// - `find` returns the request as stored, `None` for an unknown id.
+/// - `replace` stores `request` (whose `version` is one more than `expected_version`) with its
+///   effects, atomically, if the stored version is still `expected_version`, and says whether it
+///   did; otherwise nothing is written. Of two concurrent replaces from the same version exactly
+///   one succeeds, so a transition computed from a stale read is never stored.
+/// - `due_for_expiry` lists requests stored as `pending` whose `expires_at` is at or before
+///   `now`, oldest expiry first, at most `limit`.
+#[async_trait]
+pub trait SignatureRepository: Send + Sync + fmt::Debug {
+    async fn create(&self, request: &SignatureRequest, effects: &Effects)
+    -> Result<(), StoreError>;
+    async fn find(&self, id: &SignatureRequestId) -> Result<Option<SignatureRequest>, StoreError>;
+    async fn replace(
+        &self,
+        request: &SignatureRequest,
+        expected_version: i64,
+        effects: &Effects,
+    ) -> Result<bool, StoreError>;
+    async fn due_for_expiry(
+        &self,
+        now: Timestamp,
+        limit: u32,
+    ) -> Result<Vec<SignatureRequest>, StoreError>;
+}
+
+/// What a PDF that parses says about itself.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PdfFacts {
+    pub pages: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PdfRejection {
+    #[error("must be a PDF document")]
+    NotPdf,
+    #[error("must not be encrypted or password-protected")]
+    Encrypted,
+    #[error("must have at least one page")]
+    NoPages,
+}
+
+/// Reads an uploaded document.
+///
+/// Contract: `inspect` accepts exactly the documents the certificate maker can extend: a PDF
+/// that parses, is not encrypted and has at least one page.
+pub trait PdfInspector: Send + Sync + fmt::Debug {
+    fn inspect(&self, bytes: &[u8]) -> Result<PdfFacts, PdfRejection>;
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("the certificate could not be made")]
+pub struct CertificateError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+/// Makes the certificate of a completed request.
+///
+/// Contract: the result starts with `original` byte for byte, adds a page with the request's
+/// audit trail, and carries a signature over the whole file that PDF validators accept.
+#[async_trait]
+pub trait CertificateMaker: Send + Sync + fmt::Debug {
+    async fn certify(
+        &self,
+        original: &[u8],
+        request: &SignatureRequest,
+    ) -> Result<Vec<u8>, CertificateError>;
+}
