@@ -315,7 +315,7 @@ impl Settings {
             consent: self.consent.resolve()?,
             oauth,
             passkeys: self.passkeys.resolve(),
-            signature: self.signature.resolve(production)?,
+            signature: self.signature.resolve()?,
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
             clock: None,

@@ -11,7 +11,7 @@ pub struct SignatureArgs {
     #[arg(long, env = "IDC_SIGN_URL", global = true)]
     pub sign_url: Option<String>,
 
-    /// PEM certificate that signs certificate PDFs (with IDC_SIGNING_KEY; in dev a
+    /// PEM certificate that signs certificate PDFs (with IDC_SIGNING_KEY; without them a
     /// self-signed one is made in the data directory).
     #[arg(long, env = "IDC_SIGNING_CERT", global = true)]
     pub signing_cert: Option<PathBuf>,
@@ -30,11 +30,12 @@ pub struct SignatureConfig {
 }
 
 impl SignatureArgs {
-    pub fn resolve(self, production: bool) -> Result<SignatureConfig, ConfigError> {
+    /// Production needs only the master key and the admin token (CONTRACT §9): without a
+    /// configured pair it signs with a self-signed one made in the data directory, as dev does.
+    pub fn resolve(self) -> Result<SignatureConfig, ConfigError> {
         let signing_identity = match (self.signing_cert, self.signing_key) {
             (Some(cert), Some(key)) => Some((cert, key)),
-            (None, None) if !production => None,
-            (None, None) => return Err(ConfigError::RequiredInProduction("IDC_SIGNING_CERT")),
+            (None, None) => None,
             _ => {
                 return Err(ConfigError::Invalid {
                     variable: "IDC_SIGNING_CERT",

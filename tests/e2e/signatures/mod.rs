@@ -11,6 +11,14 @@ use idconsent_e2e::{TestApp, error, json, on_both_backends};
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
+mod documents;
+mod validation;
+
+use documents::{flipped_positions, pdf, pdfsig, pdftotext, pyhanko};
+use validation::{
+    a_document_over_20_mib_is_refused_with_413, bad_documents_and_signers_are_refused,
+};
+
 on_both_backends!(
     a_request_is_signed_by_everyone_completed_and_reported,
     bad_documents_and_signers_are_refused,
@@ -21,126 +29,7 @@ on_both_backends!(
     a_create_is_idempotent,
 );
 
-/// A small valid PDF with `pages` pages and the given extra trailer entries, its xref table
-/// computed from the actual offsets.
-fn pdf(pages: usize, trailer_extra: &str) -> Vec<u8> {
-    padded_pdf(pages, trailer_extra, 0)
-}
-
-/// [`pdf`] with a comment of `padding` bytes after the header.
-fn padded_pdf(pages: usize, trailer_extra: &str, padding: usize) -> Vec<u8> {
-    let mut objects = vec![
-        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
-        format!(
-            "<< /Type /Pages /Kids [{}] /Count {pages} >>",
-            (0..pages)
-                .map(|n| format!("{} 0 R", 3 + n))
-                .collect::<Vec<_>>()
-                .join(" ")
-        ),
-    ];
-    for _ in 0..pages {
-        objects.push("<< /Type /Page /Parent 2 0 R /MediaBox [0 0 595 842] >>".to_owned());
-    }
-    let mut out = b"%PDF-1.7\n".to_vec();
-    if padding >= 2 {
-        out.push(b'%');
-        out.resize(out.len() + padding - 2, b'x');
-        out.push(b'\n');
-    }
-    let mut offsets = Vec::new();
-    for (index, object) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        out.extend(format!("{} 0 obj\n{object}\nendobj\n", index + 1).as_bytes());
-    }
-    let xref = out.len();
-    out.extend(format!("xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).as_bytes());
-    for offset in offsets {
-        out.extend(format!("{offset:010} 00000 n \n").as_bytes());
-    }
-    out.extend(
-        format!(
-            "trailer\n<< /Size {} /Root 1 0 R {trailer_extra} >>\nstartxref\n{xref}\n%%EOF\n",
-            objects.len() + 1
-        )
-        .as_bytes(),
-    );
-    out
-}
-
-/// Bytes to flip in tamper checks: in the upload, in the appended update and in the trailer.
-/// (The zero padding after the CMS inside `/Contents` is the one region validators ignore:
-/// it is outside the signed ranges and after the DER's end.)
-fn flipped_positions(document: &[u8], signed: &[u8]) -> [usize; 3] {
-    [10, document.len() + 40, signed.len() - 30]
-}
-
-/// The text `pdftotext` (poppler-utils) extracts from `pdf`; `None` where it is not installed,
-/// except under CI.
-fn pdftotext(pdf: &[u8]) -> Option<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("certificate.pdf");
-    std::fs::write(&path, pdf).unwrap();
-    match std::process::Command::new("pdftotext")
-        .arg(&path)
-        .arg("-")
-        .output()
-    {
-        Ok(output) => Some(String::from_utf8_lossy(&output.stdout).into_owned()),
-        Err(_) if std::env::var("CI").is_ok() => panic!("pdftotext is missing (poppler-utils)"),
-        Err(_) => None,
-    }
-}
-
-/// `pdfsig`'s report on `pdf` (poppler-utils; it exits 0 even on a digest mismatch, so the
-/// text is what counts). `None` where it is not installed, except under CI, which installs it.
-fn pdfsig(pdf: &[u8]) -> Option<String> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("certificate.pdf");
-    std::fs::write(&path, pdf).unwrap();
-    match std::process::Command::new("pdfsig").arg(&path).output() {
-        Ok(output) => Some(format!(
-            "{}{}",
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        )),
-        Err(_) if std::env::var("CI").is_ok() => panic!("pdfsig is missing (poppler-utils)"),
-        Err(_) => None,
-    }
-}
-
-/// pyHanko's validation of `pdf` trusting `trusted`: (success, report). `None` where it is not
-/// installed, except under CI, which installs it.
-fn pyhanko(pdf: &[u8], trusted: &std::path::Path) -> Option<(bool, String)> {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("certificate.pdf");
-    std::fs::write(&path, pdf).unwrap();
-    let output = std::process::Command::new("pyhanko")
-        .args([
-            "sign",
-            "validate",
-            "--pretty-print",
-            "--trust-replace",
-            "--trust",
-        ])
-        .arg(trusted)
-        .arg(&path)
-        .output();
-    match output {
-        Ok(output) => Some((
-            output.status.success(),
-            format!(
-                "{}{}",
-                String::from_utf8_lossy(&output.stdout),
-                String::from_utf8_lossy(&output.stderr)
-            ),
-        )),
-        Err(_) if std::env::var("CI").is_ok() => panic!("pyhanko is missing (pyhanko-cli)"),
-        Err(_) => None,
-    }
-}
-
-fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {
+pub(super) fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {
     json!({
         "document": BASE64.encode(document),
         "signers": signers
@@ -150,7 +39,12 @@ fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {
     })
 }
 
-async fn create(app: &TestApp, application: &Application, key: &str, body: &Value) -> Response {
+pub(super) async fn create(
+    app: &TestApp,
+    application: &Application,
+    key: &str,
+    body: &Value,
+) -> Response {
     let bytes = serde_json::to_vec(body).unwrap();
     app.signed(
         Method::POST,
@@ -401,185 +295,6 @@ async fn a_request_is_signed_by_everyone_completed_and_reported(app: TestApp) {
     // Downloaded again, the same certificate.
     let again = read(&app, &application, &key, &certificate_path).await;
     assert_eq!(again.bytes().await.unwrap(), signed);
-}
-
-async fn bad_documents_and_signers_are_refused(app: TestApp) {
-    let merchant = app.register_merchant().await;
-    let application = app.application(&merchant).await;
-    let key = application.sandbox_key.clone();
-    let one = [("ann@example.com", "Ann")];
-    let field_of = |body: &Value| body["details"][0]["field"].as_str().unwrap().to_owned();
-
-    let not_base64 = json!({"document": "%%%not base64", "signers": [{"email": "ann@example.com", "name": "Ann"}]});
-    let refused = error(
-        create(&app, &application, &key, &not_base64).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    assert_eq!(field_of(&refused), "document");
-
-    let not_pdf = body(b"hello, I am not a PDF", &one);
-    let refused = error(
-        create(&app, &application, &key, &not_pdf).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    assert_eq!(field_of(&refused), "document");
-
-    let broken = body(b"%PDF-1.7\nthis is not a PDF body at all", &one);
-    error(
-        create(&app, &application, &key, &broken).await,
-        422,
-        "validation_error",
-    )
-    .await;
-
-    let encrypted = body(
-        &pdf(
-            1,
-            "/Encrypt << /Filter /Standard /V 1 /R 2 /Length 40 /P -4 /O <00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff> /U <00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff> >> /ID [<0123456789abcdef0123456789abcdef> <0123456789abcdef0123456789abcdef>]",
-        ),
-        &one,
-    );
-    let refused = error(
-        create(&app, &application, &key, &encrypted).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    assert!(
-        refused["details"][0]["message"]
-            .as_str()
-            .unwrap()
-            .contains("encrypted"),
-        "{refused}"
-    );
-
-    let document = pdf(1, "");
-    let none = body(&document, &[]);
-    let refused = error(
-        create(&app, &application, &key, &none).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    assert_eq!(field_of(&refused), "signers");
-    let emails: Vec<String> = (0..21).map(|n| format!("s{n}@example.com")).collect();
-    let many: Vec<(&str, &str)> = emails.iter().map(|e| (e.as_str(), "Signer")).collect();
-    error(
-        create(&app, &application, &key, &body(&document, &many)).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    json(
-        create(&app, &application, &key, &body(&document, &many[..20])).await,
-        201,
-    )
-    .await;
-    let twice = body(
-        &document,
-        &[("ann@example.com", "Ann"), ("ann@example.com", "Ann again")],
-    );
-    let refused = error(
-        create(&app, &application, &key, &twice).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    assert_eq!(field_of(&refused), "signers[1].email");
-    let bad_email = body(&document, &[("not-an-email", "Ann")]);
-    error(
-        create(&app, &application, &key, &bad_email).await,
-        422,
-        "validation_error",
-    )
-    .await;
-
-    for hours in [json!(0), json!(721), json!(1.5), json!(-3)] {
-        let mut request = body(&document, &one);
-        request["expiresIn"] = hours;
-        let refused = error(
-            create(&app, &application, &key, &request).await,
-            422,
-            "validation_error",
-        )
-        .await;
-        assert_eq!(field_of(&refused), "expiresIn");
-    }
-    let mut request = body(&document, &one);
-    request["expiresIn"] = json!(720);
-    request["requireBiometric"] = json!(false);
-    json(create(&app, &application, &key, &request).await, 201).await;
-
-    let mut request = body(&document, &one);
-    request["callbackUrl"] = json!("not a url");
-    let refused = error(
-        create(&app, &application, &key, &request).await,
-        422,
-        "validation_error",
-    )
-    .await;
-    assert_eq!(field_of(&refused), "callbackUrl");
-
-    let missing = json!({"signers": [{"email": "ann@example.com", "name": "Ann"}]});
-    error(
-        create(&app, &application, &key, &missing).await,
-        400,
-        "bad_request",
-    )
-    .await;
-    let wrong_type = json!({"document": BASE64.encode(&document), "signers": "ann@example.com"});
-    error(
-        create(&app, &application, &key, &wrong_type).await,
-        400,
-        "bad_request",
-    )
-    .await;
-}
-
-async fn a_document_over_20_mib_is_refused_with_413(app: TestApp) {
-    let merchant = app.register_merchant().await;
-    let application = app.application(&merchant).await;
-    let key = application.sandbox_key.clone();
-    let limit = 20 << 20;
-    // The padding moves the xref, whose offset then takes more digits: measure, then adjust.
-    let sized = |size: usize| {
-        let first = padded_pdf(1, "", size - pdf(1, "").len());
-        padded_pdf(1, "", 2 * size - first.len() - pdf(1, "").len())
-    };
-    // Within the body limit, but one byte over 20 MiB once decoded: the service's 413.
-    let large = sized(limit + 1);
-    assert_eq!(large.len(), limit + 1);
-    let refused = error(
-        create(
-            &app,
-            &application,
-            &key,
-            &body(&large, &[("ann@example.com", "Ann")]),
-        )
-        .await,
-        413,
-        "payload_too_large",
-    )
-    .await;
-    assert!(refused["message"].as_str().unwrap().contains("20971520"));
-    // Exactly 20 MiB is accepted.
-    let large = sized(limit);
-    assert_eq!(large.len(), limit);
-    json(
-        create(
-            &app,
-            &application,
-            &key,
-            &body(&large, &[("ann@example.com", "Ann")]),
-        )
-        .await,
-        201,
-    )
-    .await;
 }
 
 async fn requests_are_visible_only_to_their_application_and_environment(app: TestApp) {
