@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use idconsent_kernel::id::DeliveryId;
+use idconsent_kernel::id::{ApplicationId, DeliveryId};
 use idconsent_kernel::{Clock, Nudge};
 
 use crate::lanes::Lanes;
@@ -46,6 +46,22 @@ impl Dispatcher {
                 timeout: self.timeout,
             })
             .await
+    }
+}
+
+/// An attempt's place in its application's lane, given back when dropped.
+struct LaneSlot {
+    lanes: Arc<Lanes>,
+    application: ApplicationId,
+    finished: Option<Arc<dyn Nudge>>,
+}
+
+impl Drop for LaneSlot {
+    fn drop(&mut self) {
+        self.lanes.finish(&self.application);
+        if let Some(finished) = &self.finished {
+            finished.nudge();
+        }
     }
 }
 
@@ -125,14 +141,16 @@ impl Dispatcher {
             .into_iter()
             .map(|delivery| {
                 let dispatcher = self.clone();
+                // Taken now and freed however the attempt ends: done, failed, panicked, or
+                // dropped before it ever ran.
+                let slot = LaneSlot {
+                    lanes: dispatcher.lanes.clone(),
+                    application: delivery.application_id.clone(),
+                    finished: dispatcher.finished.clone(),
+                };
                 let attempt: StartedAttempt = Box::pin(async move {
-                    let application = delivery.application_id.clone();
-                    let outcome = dispatcher.attempt(delivery).await;
-                    dispatcher.lanes.finish(&application);
-                    if let Some(finished) = &dispatcher.finished {
-                        finished.nudge();
-                    }
-                    outcome
+                    let _slot = slot;
+                    dispatcher.attempt(delivery).await
                 });
                 attempt
             })
@@ -198,5 +216,85 @@ impl Dispatcher {
             .record_attempt(&delivery.id, &attempt, next)
             .await?;
         Ok(next)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use async_trait::async_trait;
+    use idconsent_kernel::id::{ApplicationId, TypedId};
+    use idconsent_kernel::{Environment, ManualClock, OsRandom, Timestamp, UlidGenerator};
+    use serde_json::json;
+
+    use super::*;
+    use crate::model::{EventType, Outbox};
+    use crate::testing::InMemoryDeliveries;
+
+    /// A receiver that never answers.
+    #[derive(Debug)]
+    struct Hangs;
+
+    #[async_trait]
+    impl WebhookTransport for Hangs {
+        async fn post(&self, _: WebhookRequest) -> PostOutcome {
+            std::future::pending().await
+        }
+    }
+
+    #[derive(Debug)]
+    struct Unsigned;
+
+    impl WebhookSigner for Unsigned {
+        fn signature_header(&self, _: &[String], _: &str, _: i64, _: &[u8]) -> String {
+            String::new()
+        }
+    }
+
+    #[async_trait]
+    impl SigningSecrets for Unsigned {
+        async fn for_application(&self, _: &ApplicationId) -> Result<Vec<String>, StoreError> {
+            Ok(vec!["whsec_test".into()])
+        }
+    }
+
+    #[tokio::test]
+    async fn an_application_gets_its_lane_and_a_dropped_attempt_gives_its_slot_back() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
+        let ids = UlidGenerator::new(clock.clone(), Arc::new(OsRandom));
+        let store = Arc::new(InMemoryDeliveries::default());
+        let application = ApplicationId::from_trusted("app_slow".into());
+        let outbox: Vec<Outbox> = (0..5)
+            .map(|_| {
+                Outbox::new(
+                    &ids,
+                    EventType::ConsentCreated,
+                    application.clone(),
+                    Environment::Sandbox,
+                    clock.now(),
+                    json!({}),
+                    &["https://slow.example/hooks"],
+                )
+            })
+            .collect();
+        store.enqueue_now(&outbox);
+        let dispatcher = Dispatcher::new(
+            store.clone(),
+            Arc::new(Hangs),
+            Arc::new(Unsigned),
+            Arc::new(Unsigned),
+            clock,
+            RetrySchedule::default(),
+        )
+        .with_lanes(8, 2);
+        let first = dispatcher.start_due().await.unwrap();
+        assert_eq!(first.len(), 2, "two of five fit the application's lane");
+        assert!(
+            dispatcher.start_due().await.unwrap().is_empty(),
+            "the lane is full"
+        );
+        // The attempts end without an answer (dropped, as on shutdown): their slots come back,
+        // and the three deliveries handed back are due.
+        drop(first);
+        assert_eq!(dispatcher.start_due().await.unwrap().len(), 2);
     }
 }
