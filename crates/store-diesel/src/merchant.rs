@@ -56,7 +56,7 @@ fn corrupt(what: String) -> RepositoryError {
 }
 
 /// `Ok` when an update changed a row, else the not-found rollback.
-fn found_one(changed: usize) -> Result<(), DbError> {
+pub(crate) fn found_one(changed: usize) -> Result<(), DbError> {
     if changed == 0 {
         Err(DbError::Rollback(NOT_FOUND))
     } else {

@@ -32,3 +32,16 @@ macro_rules! find_row {
     }};
 }
 pub(crate) use find_row;
+
+/// Updates the one row `$target` selects with `$change` in a write transaction; a future of
+/// `Result<(), DbError>` that is the merchant store's not-found rollback when no row changed.
+macro_rules! update_one {
+    ($db:expr, $target:expr, $change:expr) => {{
+        $db.write(move |conn| {
+            let changed =
+                $crate::with_conn!(conn, |c| diesel::update($target).set($change).execute(c))?;
+            $crate::merchant::found_one(changed)
+        })
+    }};
+}
+pub(crate) use update_one;

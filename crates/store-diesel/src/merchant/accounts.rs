@@ -15,8 +15,8 @@ use idconsent_merchant::ports::{MerchantRepository, NewKey, RepositoryError, con
 
 use super::team::UserRow;
 use super::{
-    DieselMerchantStore, Lock, NOT_FOUND, corrupt, found_one, lock_merchant, page_bounds,
-    repository_error, total,
+    DieselMerchantStore, Lock, NOT_FOUND, corrupt, lock_merchant, page_bounds, repository_error,
+    total,
 };
 use crate::error::DbError;
 use crate::schema::{api_credentials, applications, merchant_documents, merchant_users, merchants};
@@ -338,19 +338,16 @@ impl MerchantRepository for DieselMerchantStore {
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
-        self.db
-            .write(move |conn| {
-                let target = merchants::table.find(id);
-                let change = (
-                    merchants::email_verified_at.eq(Some(at.as_millis())),
-                    merchants::updated_at.eq(at.as_millis()),
-                );
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(change)
-                    .execute(c))?)
-            })
-            .await
-            .map_err(repository_error)
+        crate::repo::update_one!(
+            self.db,
+            merchants::table.find(id),
+            (
+                merchants::email_verified_at.eq(Some(at.as_millis())),
+                merchants::updated_at.eq(at.as_millis()),
+            )
+        )
+        .await
+        .map_err(repository_error)
     }
 
     async fn mark_phone_verified(
@@ -359,19 +356,16 @@ impl MerchantRepository for DieselMerchantStore {
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
-        self.db
-            .write(move |conn| {
-                let target = merchants::table.find(id);
-                let change = (
-                    merchants::phone_verified_at.eq(Some(at.as_millis())),
-                    merchants::updated_at.eq(at.as_millis()),
-                );
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(change)
-                    .execute(c))?)
-            })
-            .await
-            .map_err(repository_error)
+        crate::repo::update_one!(
+            self.db,
+            merchants::table.find(id),
+            (
+                merchants::phone_verified_at.eq(Some(at.as_millis())),
+                merchants::updated_at.eq(at.as_millis()),
+            )
+        )
+        .await
+        .map_err(repository_error)
     }
 
     async fn save_profile(
@@ -382,13 +376,7 @@ impl MerchantRepository for DieselMerchantStore {
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
         let change = ProfileChange::from_profile(profile, at);
-        self.db
-            .write(move |conn| {
-                let target = merchants::table.find(id);
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(&change)
-                    .execute(c))?)
-            })
+        crate::repo::update_one!(self.db, merchants::table.find(id), &change)
             .await
             .map_err(repository_error)
     }

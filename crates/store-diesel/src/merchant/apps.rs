@@ -304,13 +304,7 @@ impl ApplicationRepository for DieselMerchantStore {
     async fn update(&self, application: &Application) -> Result<(), RepositoryError> {
         let id = application.id.as_str().to_owned();
         let change = ApplicationChange::from_application(application)?;
-        self.db
-            .write(move |conn| {
-                let target = applications::table.find(id);
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(&change)
-                    .execute(c))?)
-            })
+        crate::repo::update_one!(self.db, applications::table.find(id), &change)
             .await
             .map_err(repository_error)
     }

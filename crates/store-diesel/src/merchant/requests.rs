@@ -6,7 +6,7 @@ use idconsent_access::ports::{IdempotencyState, IdempotencyStore, ReplayGuard, S
 use idconsent_kernel::Timestamp;
 use idconsent_merchant::ports::RepositoryError;
 
-use super::{DieselMerchantStore, corrupt, found_one, repository_error};
+use super::{DieselMerchantStore, corrupt, repository_error};
 use crate::schema::{idempotency_keys, request_fingerprints};
 
 #[async_trait]
@@ -187,21 +187,18 @@ impl IdempotencyStore for DieselMerchantStore {
         let key = key.to_owned();
         let status = i32::from(response.status);
         let body = response.body.clone();
-        self.db
-            .write(move |conn| {
-                let target = idempotency_keys::table.find((scope, key));
-                let change = (
-                    idempotency_keys::state.eq(COMPLETED),
-                    idempotency_keys::response_status.eq(Some(status)),
-                    idempotency_keys::response_body.eq(Some(body)),
-                    idempotency_keys::expires_at.eq(expires_at.as_millis()),
-                );
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(change)
-                    .execute(c))?)
-            })
-            .await
-            .map_err(repository_error)
+        crate::repo::update_one!(
+            self.db,
+            idempotency_keys::table.find((scope, key)),
+            (
+                idempotency_keys::state.eq(COMPLETED),
+                idempotency_keys::response_status.eq(Some(status)),
+                idempotency_keys::response_body.eq(Some(body)),
+                idempotency_keys::expires_at.eq(expires_at.as_millis()),
+            )
+        )
+        .await
+        .map_err(repository_error)
     }
 
     async fn release(&self, scope: &str, key: &str) -> Result<(), RepositoryError> {
