@@ -2,8 +2,8 @@
 //! ToUnicode map, so signer names in Latin, Greek, Cyrillic and the other scripts it covers
 //! print and copy correctly. The standard Helvetica covers Latin-1 only.
 //!
-//! The font comes from Debian's `fonts-dejavu-core`, read at build time (`.ci/run` installs
-//! it); nothing is fetched at run time.
+//! The font comes from the `dejavu` crate (DejaVu Sans 2.37, compiled in), so building needs no
+//! system font package and nothing is fetched at run time.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -11,7 +11,10 @@ use std::sync::OnceLock;
 
 use lopdf::{Dictionary, Document, Object, ObjectId, Stream, dictionary};
 
-const DEJAVU_SANS: &[u8] = include_bytes!("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf");
+/// DejaVu Sans 2.37 as the `dejavu` crate ships it: no system font is needed to build.
+fn dejavu_sans() -> &'static [u8] {
+    dejavu::sans::regular()
+}
 const NAME: &str = "DejaVuSans";
 
 #[derive(Debug, thiserror::Error)]
@@ -24,8 +27,8 @@ fn compressed_font_file() -> Result<&'static Stream, FontError> {
     static FILE: OnceLock<Option<Stream>> = OnceLock::new();
     FILE.get_or_init(|| {
         let mut file = Stream::new(
-            dictionary! { "Length1" => DEJAVU_SANS.len() as i64 },
-            DEJAVU_SANS.to_vec(),
+            dictionary! { "Length1" => dejavu_sans().len() as i64 },
+            dejavu_sans().to_vec(),
         );
         file.compress().ok().map(|()| file)
     })
@@ -51,7 +54,7 @@ impl std::fmt::Debug for EmbeddedFont {
 impl EmbeddedFont {
     pub fn dejavu_sans() -> Result<Self, FontError> {
         Ok(Self {
-            face: ttf_parser::Face::parse(DEJAVU_SANS, 0).map_err(|_| FontError)?,
+            face: ttf_parser::Face::parse(dejavu_sans(), 0).map_err(|_| FontError)?,
             used: BTreeMap::new(),
         })
     }
