@@ -88,6 +88,9 @@ CALLBACK_ARGS=(--receiver "127.0.0.1:$RECEIVER_PORT")
 [ -n "${RATE:-}" ] && CALLBACK_ARGS+=(--rate "$RATE")
 [ -n "${CALLBACK_URL:-}" ] && CALLBACK_ARGS+=(--callback-url "$CALLBACK_URL")
 
+# utime + stime of the server process, in clock ticks.
+server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+
 # The measuring window: other builds on this machine wait while the flag exists.
 if [ -n "$MEASURE_FLAG" ]; then touch "$MEASURE_FLAG"; fi
 run=100
@@ -95,10 +98,19 @@ for connections in $CONNECTIONS; do
   echo
   echo "==> $connections connections, ${DURATION} s (server on core $SERVER_CPU, loadgen on core $LOAD_CPU)"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); rustc processes: $(pgrep -c rustc || true)"
+  ticks_before=$(server_cpu_ticks)
   taskset -c "$LOAD_CPU" "$TARGET/release/loadgen" --url "$B" --api-key "$KEY" --secret "$SECRET" \
     --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
-    --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}"
+    --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}" \
+    | tee "$DATA/run-$run.txt"
+  ticks_after=$(server_cpu_ticks)
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  # Server CPU (user + system) over warm-up and measurement, per measured request: an upper
+  # bound (warm-up requests and webhook deliveries are in the numerator only).
+  requests=$(sed -n 's/^requests \([0-9]*\):.*/\1/p' "$DATA/run-$run.txt")
+  if [ -n "$requests" ] && [ "$requests" -gt 0 ]; then
+    echo "server CPU: $(( (ticks_after - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests )) µs per request (upper bound); peak RSS: $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SERVER_PID/status")"
+  fi
   run=$((run + 1))
   # Let the webhook backlog of this run drain before the next one.
   sleep "${SETTLE:-5}"
