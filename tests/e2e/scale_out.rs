@@ -14,9 +14,10 @@ use idconsent_e2e::{Backend, TestApp, json};
 use reqwest::Method;
 use serde_json::json;
 
-/// Fewer events than the two processes' lanes hold at once (4 per application each, ADR 0027):
-/// every delivery is in flight together, and the process killed holds at least two of them.
-const EVENTS: usize = 6;
+/// One process holds fewer than 32 attempts of an application in flight (ADR 0027), so of 40
+/// events held at the receiver each process has some — the killed one at least 9 — and all 40 are
+/// in flight together, well within the 5 s webhook timeout.
+const EVENTS: usize = 40;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_during_webhook_delivery_loses_nothing() {
@@ -116,7 +117,8 @@ async fn a_process_killed_during_webhook_delivery_loses_nothing() {
         .filter_map(|r| r.header("webhook-id").map(str::to_owned))
         .collect();
     assert_eq!(delivered.len(), EVENTS, "every event arrived");
-    // One request per event, plus the killed process's attempts that reached the receiver.
-    assert_eq!(receiver.received().len(), EVENTS + stranded);
+    // At least one request per event plus the killed process's attempts that reached the
+    // receiver (at-least-once: an attempt that timed out while held is sent again).
+    assert!(receiver.received().len() >= EVENTS + stranded);
     app.stop().await;
 }

@@ -2,7 +2,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use idconsent_kernel::id::{ApplicationId, DeliveryId};
+use idconsent_kernel::id::ApplicationId;
 use idconsent_kernel::{Clock, Nudge};
 
 use crate::lanes::Lanes;
@@ -66,8 +66,8 @@ impl Drop for LaneSlot {
 }
 
 /// Delivers due webhooks, fairly: each attempt runs on its own, within lanes that bound how
-/// many run at once in all (64) and per application (4), so one application whose endpoint
-/// hangs fills only its own lane (ADR 0027).
+/// many run at once in all (64) and per application (16 a round, fewer than 32 in flight), so one
+/// application whose endpoint hangs fills only its own lane (ADR 0027).
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
     store: Arc<dyn DeliveryStore>,
@@ -99,7 +99,7 @@ impl Dispatcher {
             secrets,
             clock,
             schedule,
-            lanes: Arc::new(Lanes::new(64, 4)),
+            lanes: Arc::new(Lanes::new(64, 16)),
             finished: None,
             timeout: Duration::from_secs(5),
         }
@@ -117,27 +117,21 @@ impl Dispatcher {
         self
     }
 
-    /// Leases due deliveries for the free lanes (skipping applications whose lane is full) and
-    /// returns their attempts, not yet run. Leased deliveries that do not fit a lane are handed
-    /// back at once, due as before.
+    /// Leases due deliveries for the free lanes (at most one lane's worth, skipping applications
+    /// whose lane is full) and returns their attempts, not yet run.
     pub async fn start_due(&self) -> Result<Vec<StartedAttempt>, StoreError> {
-        let free = self.lanes.free();
-        if free == 0 {
+        let limit = self.lanes.round_limit();
+        if limit == 0 {
             return Ok(Vec::new());
         }
         let now = self.clock.now();
         // The lease outlives the slowest attempt (the timeout) with room to record it.
         let lease_until = now.plus(self.timeout * 6);
-        let limit = u32::try_from(free).unwrap_or(u32::MAX);
+        let limit = u32::try_from(limit).unwrap_or(u32::MAX);
         let full = self.lanes.full();
         let leased = self.store.lease_due(now, lease_until, limit, &full).await?;
-        let admission = self.lanes.admit(leased);
-        if !admission.excess.is_empty() {
-            let excess: Vec<DeliveryId> = admission.excess.into_iter().map(|d| d.id).collect();
-            self.store.release(&excess, now).await?;
-        }
-        Ok(admission
-            .admitted
+        self.lanes.take(&leased);
+        Ok(leased
             .into_iter()
             .map(|delivery| {
                 let dispatcher = self.clone();

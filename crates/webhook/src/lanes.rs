@@ -8,21 +8,15 @@ use idconsent_kernel::id::ApplicationId;
 
 use crate::model::Delivery;
 
-/// Attempts in flight in this process: at most `total`, and at most `per_application` for any
-/// one application. A slow application fills its own lane and waits there; the others' lanes
-/// stay free.
+/// Attempts in flight in this process. A round leases at most `per_application` deliveries and
+/// skips applications that already have `per_application` in flight, so one application never
+/// has more than `2 × per_application − 1` attempts in flight and the others keep the rest of
+/// the `total`. Nothing leased is handed back: a leased delivery is always attempted at once.
 #[derive(Debug)]
 pub struct Lanes {
     total: usize,
     per_application: usize,
     in_flight: Mutex<HashMap<ApplicationId, usize>>,
-}
-
-/// Leased deliveries split by the lanes: the ones to attempt now, and the ones to hand back.
-#[derive(Debug, Default)]
-pub struct Admission {
-    pub admitted: Vec<Delivery>,
-    pub excess: Vec<Delivery>,
 }
 
 impl Lanes {
@@ -42,13 +36,16 @@ impl Lanes {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// How many more attempts may start now.
-    pub fn free(&self) -> usize {
+    /// How many deliveries the next round may lease: what is free in all, at most one
+    /// application's lane.
+    pub fn round_limit(&self) -> usize {
         let in_flight: usize = self.counts().values().sum();
-        self.total.saturating_sub(in_flight)
+        self.total
+            .saturating_sub(in_flight)
+            .min(self.per_application)
     }
 
-    /// Applications whose lane is full: not worth leasing for.
+    /// Applications whose lane is full: the next round skips them.
     pub fn full(&self) -> Vec<ApplicationId> {
         self.counts()
             .iter()
@@ -57,23 +54,12 @@ impl Lanes {
             .collect()
     }
 
-    /// Takes a lane slot for each delivery that fits, oldest first; the rest are excess.
-    pub fn admit(&self, leased: Vec<Delivery>) -> Admission {
+    /// Counts the leased deliveries as in flight.
+    pub fn take(&self, leased: &[Delivery]) {
         let mut counts = self.counts();
-        let mut total: usize = counts.values().sum();
-        let mut admission = Admission::default();
         for delivery in leased {
-            let count = counts.entry(delivery.application_id.clone()).or_insert(0);
-            if total < self.total && *count < self.per_application {
-                *count += 1;
-                total += 1;
-                admission.admitted.push(delivery);
-            } else {
-                admission.excess.push(delivery);
-            }
+            *counts.entry(delivery.application_id.clone()).or_insert(0) += 1;
         }
-        counts.retain(|_, count| *count > 0);
-        admission
     }
 
     /// Frees the slot an attempt of `application` held.
@@ -112,54 +98,42 @@ mod tests {
         }
     }
 
-    fn apps(deliveries: &[Delivery]) -> Vec<&str> {
-        deliveries
-            .iter()
-            .map(|d| d.application_id.as_str())
-            .collect()
-    }
-
     #[test]
-    fn one_application_cannot_take_more_than_its_lane() {
-        let lanes = Lanes::new(8, 2);
-        let leased = (0..5)
-            .map(|n| delivery("app_slow", n))
-            .chain([delivery("app_fast", 9)]);
-        let admission = lanes.admit(leased.collect());
-        assert_eq!(
-            apps(&admission.admitted),
-            ["app_slow", "app_slow", "app_fast"]
-        );
-        assert_eq!(admission.excess.len(), 3);
+    fn a_full_application_is_skipped_and_a_round_takes_at_most_one_lane() {
+        let lanes = Lanes::new(8, 3);
+        assert_eq!(lanes.round_limit(), 3);
+        let leased: Vec<Delivery> = (0..3).map(|n| delivery("app_slow", n)).collect();
+        lanes.take(&leased);
         assert_eq!(
             lanes.full(),
             [ApplicationId::from_trusted("app_slow".into())]
         );
-        assert_eq!(lanes.free(), 5);
-        // The slow lane frees one slot at a time; the fast one is never full.
+        assert_eq!(lanes.round_limit(), 3, "the others still have room");
+        lanes.take(&[delivery("app_fast", 9)]);
+        assert_eq!(lanes.round_limit(), 3);
+        // The slow lane frees one slot at a time.
         lanes.finish(&ApplicationId::from_trusted("app_slow".into()));
         assert!(lanes.full().is_empty());
-        let again = lanes.admit(vec![delivery("app_slow", 6), delivery("app_slow", 7)]);
-        assert_eq!((again.admitted.len(), again.excess.len()), (1, 1));
     }
 
     #[test]
     fn the_total_bounds_every_lane_together() {
-        let lanes = Lanes::new(3, 2);
-        let leased = ["app_a", "app_a", "app_b", "app_b", "app_c"];
-        let admission = lanes.admit(
-            leased
+        let lanes = Lanes::new(4, 3);
+        let leased = ["app_a", "app_a", "app_b"];
+        lanes.take(
+            &leased
                 .iter()
                 .zip(0..)
                 .map(|(a, n)| delivery(a, n))
-                .collect(),
+                .collect::<Vec<_>>(),
         );
-        assert_eq!(apps(&admission.admitted), ["app_a", "app_a", "app_b"]);
-        assert_eq!(lanes.free(), 0);
-        for app in ["app_a", "app_a", "app_b", "app_unknown"] {
+        assert_eq!(lanes.round_limit(), 1);
+        lanes.take(&[delivery("app_c", 7)]);
+        assert_eq!(lanes.round_limit(), 0);
+        for app in ["app_a", "app_a", "app_b", "app_c", "app_unknown"] {
             lanes.finish(&ApplicationId::from_trusted(app.into()));
         }
-        assert_eq!(lanes.free(), 3);
+        assert_eq!(lanes.round_limit(), 3);
         assert!(lanes.full().is_empty());
     }
 }

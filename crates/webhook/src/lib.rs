@@ -17,7 +17,7 @@ pub mod transport_contract;
 
 pub use dispatcher::{Dispatcher, StartedAttempt};
 pub use effects::Effects;
-pub use lanes::{Admission, Lanes};
+pub use lanes::Lanes;
 pub use log::{DeliveryLog, DeliveryLogError};
 pub use model::{Attempt, Delivery, DeliveryStatus, Destination, Event, EventType, Outbox};
 pub use ports::{
