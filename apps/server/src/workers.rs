@@ -26,6 +26,10 @@ fn failed(what: &'static str, error: impl std::error::Error + Send + Sync + 'sta
     }
 }
 
+/// How long the webhook worker lets outbox writes gather before a round that follows a partial
+/// one: a few milliseconds of delivery latency buy one lease per batch instead of one per request.
+const WEBHOOK_BATCH_WINDOW: Duration = Duration::from_millis(5);
+
 /// Tasks a worker started that outlive its round (webhook attempts): aborted together when the
 /// process is killed, as a crash would end them.
 pub type Attempts = Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>;
@@ -72,6 +76,9 @@ pub fn spawn_all(
     );
     let webhooks = context.workers.webhooks.clone();
     let in_flight = attempts.clone();
+    // Whether the last round started a full lane: then more is due at once; otherwise wait a
+    // moment so that the outbox writes of many requests are leased in one round, not one each.
+    let last_round_full = Arc::new(std::sync::atomic::AtomicBool::new(false));
     // Each attempt runs on its own task within the dispatcher's lanes, so a receiver that hangs
     // holds only its own attempts; an attempt that ends wakes this loop to fill its lane again.
     let deliver = spawn_loop(
@@ -81,13 +88,21 @@ pub fn spawn_all(
         shutdown.clone(),
         health.clone(),
         move || {
-            let (webhooks, in_flight) = (webhooks.clone(), in_flight.clone());
+            let (webhooks, in_flight, last_round_full) =
+                (webhooks.clone(), in_flight.clone(), last_round_full.clone());
             async move {
+                if !last_round_full.load(std::sync::atomic::Ordering::Relaxed) {
+                    tokio::time::sleep(WEBHOOK_BATCH_WINDOW).await;
+                }
                 let attempts = webhooks
                     .start_due()
                     .await
                     .map_err(|error| failed("webhook delivery round", error))?;
                 let started = attempts.len();
+                last_round_full.store(
+                    started >= webhooks.round_size(),
+                    std::sync::atomic::Ordering::Relaxed,
+                );
                 let mut tasks = in_flight.lock().unwrap_or_else(|p| p.into_inner());
                 // Reap the finished ones, so the set holds only what is in flight.
                 while tasks.try_join_next().is_some() {}

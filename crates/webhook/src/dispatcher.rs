@@ -58,8 +58,11 @@ struct LaneSlot {
 
 impl Drop for LaneSlot {
     fn drop(&mut self) {
-        self.lanes.finish(&self.application);
-        if let Some(finished) = &self.finished {
+        // Only a slot that was holding work back wakes the worker: otherwise the next outbox
+        // write or poll starts the next round, and rounds stay batched.
+        if self.lanes.finish(&self.application)
+            && let Some(finished) = &self.finished
+        {
             finished.nudge();
         }
     }
@@ -111,7 +114,12 @@ impl Dispatcher {
         self
     }
 
-    /// Nudged whenever an attempt ends.
+    /// The most deliveries one round starts (one application's lane).
+    pub fn round_size(&self) -> usize {
+        self.lanes.per_application()
+    }
+
+    /// Nudged when an attempt ends and frees a full lane.
     pub fn on_finished(mut self, nudge: Arc<dyn Nudge>) -> Self {
         self.finished = Some(nudge);
         self

@@ -62,15 +62,25 @@ impl Lanes {
         }
     }
 
-    /// Frees the slot an attempt of `application` held.
-    pub fn finish(&self, application: &ApplicationId) {
+    /// How many deliveries a round leases at most.
+    pub fn per_application(&self) -> usize {
+        self.per_application
+    }
+
+    /// Frees the slot an attempt of `application` held; `true` when that makes room a round
+    /// would otherwise not have had (the application's lane, or everything, was full).
+    pub fn finish(&self, application: &ApplicationId) -> bool {
         let mut counts = self.counts();
-        if let Some(count) = counts.get_mut(application) {
-            *count = count.saturating_sub(1);
-            if *count == 0 {
-                counts.remove(application);
-            }
+        let total: usize = counts.values().sum();
+        let Some(count) = counts.get_mut(application) else {
+            return false;
+        };
+        let was_full = *count >= self.per_application || total >= self.total;
+        *count = count.saturating_sub(1);
+        if *count == 0 {
+            counts.remove(application);
         }
+        was_full
     }
 }
 
