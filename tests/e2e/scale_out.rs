@@ -14,10 +14,10 @@ use idconsent_e2e::{Backend, TestApp, json};
 use reqwest::Method;
 use serde_json::json;
 
-/// One process holds fewer than 32 attempts of an application in flight (ADR 0027), so of 40
-/// events held at the receiver each process has some — the killed one at least 9 — and all 40 are
-/// in flight together, well within the 5 s webhook timeout.
-const EVENTS: usize = 40;
+/// One process holds fewer than 128 attempts of an application in flight (ADR 0027), so of 140
+/// events held at the receiver each process has some — the killed one at least 13 — and all are
+/// in flight together, within the 5 s webhook timeout.
+const EVENTS: usize = 140;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_process_killed_during_webhook_delivery_loses_nothing() {

@@ -69,8 +69,8 @@ impl Drop for LaneSlot {
 }
 
 /// Delivers due webhooks, fairly: each attempt runs on its own, within lanes that bound how
-/// many run at once in all (64) and per application (16 a round, fewer than 32 in flight), so one
-/// application whose endpoint hangs fills only its own lane (ADR 0027).
+/// many run at once in all (256) and per application (64 a round, fewer than 128 in flight), so
+/// one application whose endpoint hangs fills only its own lane (ADR 0027).
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
     store: Arc<dyn DeliveryStore>,
@@ -102,7 +102,7 @@ impl Dispatcher {
             secrets,
             clock,
             schedule,
-            lanes: Arc::new(Lanes::new(64, 16)),
+            lanes: Arc::new(Lanes::new(256, 64)),
             finished: None,
             timeout: Duration::from_secs(5),
         }
