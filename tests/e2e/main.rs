@@ -9,6 +9,7 @@ mod endusers;
 mod foundation;
 mod gates;
 mod limits;
+mod mandates;
 mod merchants;
 mod oauth;
 mod oauth_browser;

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use idconsent_kernel::ShiftedClock;
 
 pub mod enduser;
+pub mod hosted;
 pub mod nginx;
 pub mod proxy;
 pub mod receiver;

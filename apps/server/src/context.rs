@@ -7,6 +7,7 @@ use idconsent_access::RequestGate;
 use idconsent_consent::{ConsentApprovals, ConsentService};
 use idconsent_enduser::EndUserService;
 use idconsent_kernel::{IdGenerator, QrRenderer};
+use idconsent_mandate::MandateService;
 use idconsent_merchant::MerchantService;
 use idconsent_notification::{Notifier, SendLimits};
 use idconsent_oauth::OAuthService;
@@ -35,6 +36,9 @@ pub struct AppContext {
     /// QR codes merchants generate (`/v1/qr`).
     pub qr_codes: Arc<idconsent_qrcode::QrCodeService>,
     pub signatures: Arc<SignatureService>,
+    pub mandates: Arc<MandateService>,
+    /// Hosted approval pages for email recipients (`/mandates/{id}`).
+    pub hosted: Arc<idconsent_hosted::HostedApprovals>,
     pub oauth: Arc<OAuthService>,
     /// The OAuth signing keys shared by every process (operator rotation, reloads).
     pub oauth_keys: Arc<OAuthKeys>,

@@ -45,6 +45,7 @@ pub fn spawn_all(
     let requests = context.requests.clone();
     let endusers = context.endusers.clone();
     let send_limits = context.send_limits.clone();
+    let hosted = context.hosted.clone();
     let maintenance = spawn_loop(
         "maintenance",
         Duration::from_secs(60),
@@ -52,8 +53,12 @@ pub fn spawn_all(
         shutdown.clone(),
         health.clone(),
         move || {
-            let (requests, endusers, send_limits) =
-                (requests.clone(), endusers.clone(), send_limits.clone());
+            let (requests, endusers, send_limits, hosted) = (
+                requests.clone(),
+                endusers.clone(),
+                send_limits.clone(),
+                hosted.clone(),
+            );
             async move {
                 // Replay fingerprints and idempotency keys only matter until they expire.
                 requests.forget_expired().await.map_err(|error| {
@@ -70,6 +75,10 @@ pub fn spawn_all(
                     .forget_expired_challenges()
                     .await
                     .map_err(|error| failed("forgetting expired FIDO challenges", error))?;
+                hosted
+                    .forget_expired()
+                    .await
+                    .map_err(|error| failed("forgetting hosted-page confirmations", error))?;
                 Ok(0)
             }
         },
@@ -193,6 +202,24 @@ pub fn spawn_all(
             }
         },
     );
+    let mandates = context.mandates.clone();
+    // Polled like the signature sweeper; each expiry is a compare-and-swap on the version.
+    let expire_mandates = spawn_loop(
+        "mandate-expiry",
+        interval,
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        health.clone(),
+        move || {
+            let mandates = mandates.clone();
+            async move {
+                mandates
+                    .expire_due()
+                    .await
+                    .map_err(|error| failed("mandate expiry round", error))
+            }
+        },
+    );
     let dispatcher = context.workers.notifications.clone();
     let notify = spawn_loop(
         "notifications",
@@ -220,6 +247,7 @@ pub fn spawn_all(
         },
     );
     vec![
+        expire_mandates,
         expire_signatures,
         recover,
         reload_keys,

@@ -190,6 +190,7 @@ pub fn verified_context(
         ("login", _) => Expected::Login,
         ("enrollment", Some(id)) => Expected::Enrollment(id),
         ("consent", Some(id)) => Expected::Consent(id),
+        ("mandate", Some(id)) => Expected::Mandate(id),
         ("device_add", Some(id)) => Expected::DeviceAdd(id),
         _ => bail!("the wallet does not sign for {purpose}"),
     };

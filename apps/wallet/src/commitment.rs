@@ -17,6 +17,7 @@ pub enum Expected<'a> {
     Login,
     Enrollment(&'a str),
     Consent(&'a str),
+    Mandate(&'a str),
     /// A new device of the wallet's phone asks to join (ADR 0013).
     DeviceAdd(&'a str),
 }
@@ -82,6 +83,12 @@ pub fn verify<'a>(
                 bail!("refusing to sign: the context is not consent session {id}");
             }
         }
+        Expected::Mandate(id) => {
+            ensure!(
+                field("type") == "mandate" && field("mandateId") == id,
+                "refusing to sign: the context is not mandate {id}"
+            );
+        }
         Expected::DeviceAdd(id) => {
             ensure!(
                 field("type") == "device_add" && field("deviceId") == id,
@@ -124,6 +131,30 @@ pub fn describe(context: &Value) -> Vec<(&'static str, String)> {
         }
         push("payee", &transaction["payee"]);
         push("description", &transaction["description"]);
+    }
+    if context["type"] == "mandate" {
+        let terms = |terms: &Value| {
+            let amount = match &terms["amount"] {
+                Value::Null => "no maximum".to_owned(),
+                amount => format!("up to {amount} {}", text(&terms["currency"])),
+            };
+            match &terms["frequency"] {
+                Value::Null => amount,
+                frequency => format!("{amount}, {}", text(frequency)),
+            }
+        };
+        push("mandate", &context["mandateType"]);
+        push("description", &context["description"]);
+        if context["previousTerms"].is_object() {
+            push(
+                "authorised so far",
+                &Value::String(terms(&context["previousTerms"])),
+            );
+            push("new terms", &Value::String(terms(&context["terms"])));
+        } else {
+            push("terms", &Value::String(terms(&context["terms"])));
+        }
+        push("mandate id", &context["mandateId"]);
     }
     if context["type"] == "device_add" {
         push("new device", &context["name"]);
@@ -227,6 +258,32 @@ mod tests {
         let sent = r#"{"type":"consent","sessionId":"cs_1","merchant":"Example Shop","transaction":{"type":"payment","amount":19.99,"currency":"EUR"}}"#;
         let parsed: Value = serde_json::from_str(sent).unwrap();
         assert_eq!(serde_json::to_vec(&parsed).unwrap(), sent.as_bytes());
+    }
+
+    #[test]
+    fn a_mandate_is_checked_by_id_and_shows_old_and_new_terms() {
+        let mandate = json!({
+            "type": "mandate", "mandateId": "md_1", "merchant": "Gym Co",
+            "application": "Members", "environment": "sandbox", "mandateType": "direct_debit",
+            "description": "Membership",
+            "terms": {"amount": 75.0, "currency": "USD", "frequency": "weekly"},
+            "previousTerms": {"amount": 50.0, "currency": "USD", "frequency": "monthly"},
+            "expiresAt": "2026-11-21T10:00:00.000Z",
+        });
+        let body = started(mandate.clone());
+        assert!(verify(&body, "+1", Expected::Mandate("md_1")).is_ok());
+        assert!(verify(&body, "+1", Expected::Mandate("md_2")).is_err());
+        assert!(verify(&body, "+1", Expected::Consent("md_1")).is_err());
+        let lines = describe(&mandate);
+        let find = |label| {
+            lines
+                .iter()
+                .find(|(l, _)| *l == label)
+                .map(|(_, v)| v.as_str())
+        };
+        assert_eq!(find("authorised so far"), Some("up to 50.0 USD, monthly"));
+        assert_eq!(find("new terms"), Some("up to 75.0 USD, weekly"));
+        assert_eq!(find("description"), Some("Membership"));
     }
 
     #[test]

@@ -93,14 +93,15 @@ enum Command {
     Login,
     /// List this user's devices (signs in or refreshes the token as needed).
     Devices,
-    /// Show what a consent (or a new device, `dev_…`) asks, after checking the challenge
+    /// Show what a consent (or a mandate `md_…`, or a new device `dev_…`) asks, after checking
+    /// the challenge
     /// commits to it; signs nothing.
     Show(Target),
-    /// Show a consent or a new device of this phone, check the commitment, then approve it with
-    /// the passkey.
+    /// Show a consent, a mandate or a new device of this phone, check the commitment, then
+    /// approve it with the passkey.
     Approve(Target),
-    /// Show a consent or a new device of this phone, check the commitment, then reject it with
-    /// the passkey.
+    /// Show a consent, a mandate or a new device of this phone, check the commitment, then
+    /// reject it with the passkey.
     Reject(Target),
     /// Print the wallet: server, origin, phone, device.
     Info,
@@ -123,11 +124,12 @@ enum Command {
 }
 
 /// What to decide: a consent — its session id, its QR payload (`idconsent://auth/…`) or its QR
-/// PNG — or a new device of this phone (`dev_…`).
+/// PNG — a mandate (`md_…`), or a new device of this phone (`dev_…`).
 #[derive(Debug, Args)]
 #[group(required = true, multiple = false)]
 struct Target {
-    /// `cs_…`, the QR payload `idconsent://auth/cs_…`, or a pending device `dev_…`.
+    /// `cs_…`, the QR payload `idconsent://auth/cs_…`, a mandate `md_…`, or a pending device
+    /// `dev_…`.
     session: Option<String>,
     /// A PNG of the consent's QR code (`-` for standard input).
     #[arg(long)]
@@ -139,6 +141,7 @@ impl Target {
     fn purpose(&self) -> anyhow::Result<(&'static str, String)> {
         match &self.session {
             Some(id) if id.starts_with("dev_") => Ok(("device_add", id.clone())),
+            Some(id) if id.starts_with("md_") => Ok(("mandate", id.clone())),
             _ => Ok(("consent", self.session_id()?)),
         }
     }

@@ -327,6 +327,47 @@ async fn the_wallet_walkthrough() {
     assert!(verified("consent.rejected"), "{events:?}");
     assert!(verified("auth.success"), "{events:?}");
 
+    // A mandate to the same phone: `show` prints its terms, `approve md_…` authorises it and
+    // `mandate.signed` reaches the merchant.
+    let body = json!({
+        "recipient": phone, "type": "direct_debit", "amount": 49.9, "currency": "EUR",
+        "frequency": "monthly", "description": "Gym membership"
+    });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let created = app
+        .signed(
+            Method::POST,
+            "/v1/service/mandates",
+            &shop.key,
+            &shop.secret,
+            &bytes,
+        )
+        .send()
+        .await
+        .unwrap();
+    let mandate = read_json(created, 200).await["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = wallet(&app, &wallet_file, &["show", &mandate]).await;
+    let shown_text = String::from_utf8_lossy(&shown.stdout);
+    assert!(shown.status.success(), "{shown_text}");
+    for expected in ["direct_debit", "Gym membership", "up to 49.9 EUR, monthly"] {
+        assert!(shown_text.contains(expected), "{expected} in {shown_text}");
+    }
+    let approved = wallet_json(&app, &wallet_file, &["--json", "approve", &mandate]).await;
+    assert_eq!(approved["status"], "active", "{approved}");
+    let signed = receiver
+        .wait_for(|received| {
+            received
+                .iter()
+                .find(|r| r.event_type() == "mandate.signed" && r.json()["data"]["id"] == mandate)
+                .cloned()
+        })
+        .await;
+    assert!(signed.verifies_with(&shop.webhook_secret));
+    assert_eq!(signed.json()["data"]["status"], "active");
+
     // The user's devices: this one, active (signing in with the passkey, then reusing the token).
     for _ in 0..2 {
         let listed = wallet_json(&app, &wallet_file, &["--json", "devices"]).await;

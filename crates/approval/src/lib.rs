@@ -8,6 +8,8 @@ mod target;
 
 pub use directory::{ApplicationDirectory, ApplicationNames, DirectoryError};
 pub use idconsent_webhook::Effects;
-pub use model::{Approver, Audience, Decision, Purpose, PurposeKind, Recipient, Target};
+pub use model::{
+    ApprovedVia, Approver, Audience, Decision, Purpose, PurposeKind, Recipient, Target,
+};
 pub use registry::{ApprovalRegistry, DuplicateKind};
 pub use target::{AlsoFn, ApprovalTarget, TargetError};

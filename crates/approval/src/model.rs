@@ -122,11 +122,52 @@ pub enum Decision {
     Reject,
 }
 
-/// Who decided: the device whose passkey signed the assertion.
+/// Who decided, and how they proved it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approver {
-    pub device_id: DeviceId,
-    pub phone: PhoneNumber,
+    pub via: ApprovedVia,
+    /// Hex SHA-256 of the context the passkey's challenge committed to. A target whose objects
+    /// can change after a challenge was issued (a mandate's PUT) refuses the decision when the
+    /// object's context now hashes differently.
+    pub context_hash: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ApprovedVia {
+    /// In the app: an assertion by an enrolled device's passkey.
+    Device {
+        device_id: DeviceId,
+        phone: PhoneNumber,
+    },
+    /// On a hosted page: the address confirmed with an emailed code, then (when `passkey`) an
+    /// assertion by a passkey made in the browser for this decision.
+    HostedPage {
+        email: EmailAddress,
+        passkey: bool,
+        ip_address: Option<String>,
+        user_agent: Option<String>,
+    },
+}
+
+impl Approver {
+    /// The deciding device, for decisions made in the app.
+    pub fn device(&self) -> Option<(&DeviceId, &PhoneNumber)> {
+        match &self.via {
+            ApprovedVia::Device { device_id, phone } => Some((device_id, phone)),
+            ApprovedVia::HostedPage { .. } => None,
+        }
+    }
+
+    /// Whether the approver is `recipient`: its phone in the app, its address on a hosted page.
+    pub fn is(&self, recipient: &Recipient) -> bool {
+        match (&self.via, recipient) {
+            (ApprovedVia::Device { phone, .. }, Recipient::Phone(expected)) => phone == expected,
+            (ApprovedVia::HostedPage { email, .. }, Recipient::Email(expected)) => {
+                email.as_str().eq_ignore_ascii_case(expected.as_str())
+            }
+            _ => false,
+        }
+    }
 }
 
 #[cfg(test)]

@@ -146,8 +146,11 @@ mod tests {
 
     fn approver() -> Approver {
         Approver {
-            device_id: DeviceId::from_trusted("dev_1".into()),
-            phone: PhoneNumber::parse("+15551234567").unwrap(),
+            via: crate::model::ApprovedVia::Device {
+                device_id: DeviceId::from_trusted("dev_1".into()),
+                phone: PhoneNumber::parse("+15551234567").unwrap(),
+            },
+            context_hash: None,
         }
     }
 

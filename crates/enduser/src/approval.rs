@@ -133,7 +133,10 @@ impl ApprovalTarget for DeviceAddApprovals {
     ) -> Result<String, TargetError> {
         let (device, user) = self.device_and_user(id).await?;
         // Only another of the user's devices decides (a pending one cannot assert anyway).
-        if by.device_id == device.id || by.phone != user.phone {
+        let Some((approving_device, phone)) = by.device() else {
+            return Err(TargetError::NotFound);
+        };
+        if *approving_device == device.id || *phone != user.phone {
             return Err(TargetError::NotFound);
         }
         let devices = self.devices.of_user(&user.id).await.map_err(unavailable)?;
@@ -150,7 +153,7 @@ impl ApprovalTarget for DeviceAddApprovals {
                         name: &device.name,
                         platform: &device.platform,
                         activated_by: "device",
-                        approved_by: Some(&by.device_id),
+                        approved_by: Some(approving_device),
                     },
                 )),
             ),

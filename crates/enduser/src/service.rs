@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idconsent_approval::{ApprovalRegistry, Approver, Decision, Effects, TargetError};
+use idconsent_approval::{ApprovalRegistry, ApprovedVia, Approver, Decision, Effects, TargetError};
 use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, TypedId};
 use idconsent_kernel::{
     Clock, DisplayText, IdGenerator, KeyedHash, Metering, Metric, Nudge, PhoneNumber, RandomSource,
@@ -560,8 +560,11 @@ impl EndUserService {
             charges: charge.iter().cloned().collect(),
         };
         let approver = Approver {
-            device_id: asserted.device.id.clone(),
-            phone: asserted.user.phone.clone(),
+            via: ApprovedVia::Device {
+                device_id: asserted.device.id.clone(),
+                phone: asserted.user.phone.clone(),
+            },
+            context_hash: asserted.challenge.context_hash.clone(),
         };
         let status = self
             .ports

@@ -8,8 +8,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use idconsent_approval::{
-    AlsoFn, ApprovalTarget, Approver, Audience, Decision, PurposeKind, Recipient, Target,
-    TargetError,
+    AlsoFn, ApprovalTarget, ApprovedVia, Approver, Audience, Decision, PurposeKind, Recipient,
+    Target, TargetError,
 };
 use idconsent_kernel::{EmailAddress, Timestamp};
 use serde::Serialize;
@@ -141,17 +141,32 @@ impl ApprovalTarget for SignatureApprovals {
         &self,
         id: &str,
         decision: Decision,
-        _by: &Approver,
+        by: &Approver,
         also: &AlsoFn<'_>,
     ) -> Result<String, TargetError> {
         let (request, email) = self.request_and_signer(id).await?;
+        // A signer signs on the hosted page, as themself; never in the app.
+        let ApprovedVia::HostedPage {
+            passkey,
+            ip_address,
+            user_agent,
+            ..
+        } = &by.via
+        else {
+            return Err(TargetError::NotFound);
+        };
+        if !by.is(&Recipient::Email(email.clone())) {
+            return Err(TargetError::NotFound);
+        }
         let also = audience_of(&request)
             .map(|audience| also(&audience))
             .unwrap_or_default();
         let evidence = Evidence {
+            ip_address: ip_address.clone(),
+            user_agent: user_agent.clone(),
             email_code_verified: true,
-            biometric_verified: true,
-            ..Evidence::default()
+            biometric_verified: *passkey,
+            sandbox: false,
         };
         let answer = match decision {
             Decision::Approve => Answer::Sign,

@@ -363,6 +363,8 @@ diesel::table! {
     }
 }
 
+pub use crate::hosted::schema::hosted_confirmations;
+pub use crate::mandate::schema::mandates;
 pub use crate::oauth_keys::schema::oauth_signing_keys;
 pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;

@@ -11,6 +11,7 @@
 
 mod consents;
 mod endusers;
+mod mandates;
 mod merchants;
 mod oauth;
 mod qr;
@@ -31,7 +32,7 @@ on_both_backends!(the_api_contract_holds);
 /// has a concrete schema (`every_response_schema_is_concrete`). Places are named as
 /// `schema::untyped_objects` reports them: `Component.field`, an envelope's `data` inlined
 /// into `Envelope_<Dto>`.
-const OPEN_SCHEMAS: [(&str, &str); 5] = [
+const OPEN_SCHEMAS: [(&str, &str); 8] = [
     (
         "GET /openapi.json 200",
         "the OpenAPI 3.1 document itself, whose schema is the OpenAPI specification's",
@@ -50,6 +51,21 @@ const OPEN_SCHEMAS: [(&str, &str); 5] = [
         "Envelope_AssertionOptions.data.context",
         "what the app shows before a passkey approval: its fields depend on the purpose (each \
          approvable domain describes its objects), and the app hashes it exactly as sent",
+    ),
+    (
+        "Envelope_HostedCreationOptions.data.publicKey",
+        "W3C WebAuthn creation options for the browser on a hosted page, made by the WebAuthn \
+         library and handed unchanged to navigator.credentials.create",
+    ),
+    (
+        "Envelope_HostedAssertionOptions.data.publicKey",
+        "W3C WebAuthn request options for the browser on a hosted page, made by the WebAuthn \
+         library and handed unchanged to navigator.credentials.get",
+    ),
+    (
+        "Envelope_HostedAssertionOptions.data.context",
+        "what the hosted page decides: its fields depend on the purpose (each approvable \
+         domain describes its objects), committed to exactly as sent",
     ),
     (
         "ClaimBody.value",
@@ -223,6 +239,7 @@ async fn the_api_contract_holds(app: TestApp) {
     oauth::walk(&app, &mut contract).await;
     qr::walk(&app, &mut contract).await;
     signatures::walk(&app, &mut contract).await;
+    mandates::walk(&app, &mut contract).await;
     contract.assert_every_json_route_pinned();
     app.stop().await;
 }

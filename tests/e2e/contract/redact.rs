@@ -11,8 +11,9 @@ use serde_json::Value;
 const SECRET_PREFIXES: [&str; 6] = ["mk_test_", "mk_live_", "whsec_", "sk_", "rt_", "ac_"];
 
 /// Fields whose string values are random bytes in some encoding (base64url, hex, key ids).
-const OPAQUE_FIELDS: [&str; 11] = [
+const OPAQUE_FIELDS: [&str; 12] = [
     "challenge",
+    "token",
     "credentialId",
     "rawId",
     "id",

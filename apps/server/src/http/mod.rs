@@ -8,6 +8,8 @@ pub mod endusers;
 pub mod envelope;
 pub mod error;
 pub mod extract;
+pub mod hosted;
+mod mandates;
 pub mod merchants;
 pub mod metrics;
 pub mod middleware;
@@ -45,6 +47,8 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .service(notifications::send_test_message)
         .configure(oauth::routes)
         .configure(consents::routes)
+        .configure(mandates::routes)
+        .configure(hosted::routes)
         .configure(signatures::routes)
         .configure(endusers::routes)
         .configure(webhooks::routes)

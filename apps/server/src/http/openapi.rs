@@ -28,6 +28,8 @@ use crate::http::error::{ErrorBody, FieldErrorBody};
         (name = "applications", description = "Applications and their API credentials (merchant JWT)"),
         (name = "admin", description = "The platform operator's review (operator token)"),
         (name = "consents", description = "Consent sessions and their QR codes (signed API-key requests)"),
+        (name = "mandates", description = "Digital mandates a recipient authorises with a passkey (signed API-key requests)"),
+        (name = "hosted", description = "Hosted approval pages for email recipients: emailed code, browser passkey, decision (no API key)"),
         (name = "signatures", description = "Signature requests: PDFs signed by 1 to 20 signers, and their certificates (signed API-key requests)"),
         (name = "sandbox", description = "Act as the user in sandbox (mk_test_ keys only)"),
         (name = "webhooks", description = "Signed webhook deliveries (signed API-key requests)"),

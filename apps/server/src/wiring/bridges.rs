@@ -27,6 +27,22 @@ impl RecipientDirectory for EnrolledRecipients {
     }
 }
 
+/// The same answer for mandates (a phone recipient must be enrolled in live).
+#[async_trait]
+impl idconsent_mandate::RecipientDirectory for EnrolledRecipients {
+    async fn is_enrolled(
+        &self,
+        phone: &PhoneNumber,
+    ) -> Result<bool, idconsent_mandate::StoreError> {
+        let user = self
+            .users
+            .user_by_phone(phone)
+            .await
+            .map_err(|error| idconsent_mandate::StoreError::Unavailable(Box::new(error)))?;
+        Ok(user.is_some_and(|user| user.enrolled_at.is_some()))
+    }
+}
+
 /// The user's verified data for OAuth claims: the phone, proven by SMS code at enrollment.
 /// Document claims join when identity verification exists.
 #[derive(Debug, Clone)]

@@ -6,6 +6,7 @@
 mod bridges;
 mod consent;
 mod enduser;
+mod mandate;
 mod merchant;
 mod notification;
 mod oauth;
@@ -25,6 +26,7 @@ use idconsent_kernel::{
     Clock, IdGenerator, KeyedHash, Metering, Nudge, OsRandom, RandomSource, SecretVault,
     SystemClock, UlidGenerator, Unmetered,
 };
+use idconsent_mandate::MandateApprovals;
 use idconsent_notification::Notifier;
 use idconsent_oauth::OAuthApprovals;
 use idconsent_signature::SignatureApprovals;
@@ -160,7 +162,14 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     approvals.register(Arc::new(enduser::device_additions(&shared)))?;
     let signatures = signature::build(&shared)?;
     approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
-    let endusers = enduser::build(&shared, Arc::new(approvals))?;
+    let mandates = mandate::build(&shared);
+    approvals.register(Arc::new(MandateApprovals::new(
+        mandates.clone(),
+        merchants.directory.clone(),
+    )))?;
+    let approvals = Arc::new(approvals);
+    let hosted = enduser::hosted(&shared, approvals.clone())?;
+    let endusers = enduser::build(&shared, approvals)?;
 
     let gates = config
         .extra_gates
@@ -187,6 +196,8 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
             shared.clock.clone(),
         )),
         signatures,
+        mandates,
+        hosted,
         qr: consents.qr,
         oauth,
         oauth_keys,

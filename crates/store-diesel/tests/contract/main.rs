@@ -28,6 +28,8 @@ macro_rules! on_both_backends {
 mod access;
 mod consent;
 mod enduser;
+mod hosted;
+mod mandate;
 mod merchant;
 mod migrations;
 mod notification;

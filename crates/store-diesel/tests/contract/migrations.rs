@@ -55,6 +55,8 @@ macro_rules! select_every_table {
             throttle_counters,
             qr_codes,
             signature_requests,
+            mandates,
+            hosted_confirmations,
         )
     };
 }

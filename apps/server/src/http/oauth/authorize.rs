@@ -11,8 +11,8 @@
 //! token issued from it).
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderName, HeaderValue};
-use actix_web::{HttpResponse, HttpResponseBuilder, get, web};
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, get, web};
 use idconsent_consent::SessionStatus;
 use idconsent_kernel::{OsRandom, RandomSource};
 use idconsent_oauth::{HostedPage, RequestStatus};
@@ -22,6 +22,7 @@ use utoipa::ToSchema;
 use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
+use crate::http::hosted::page::{HARDENING, escape, hardened, html_page, unavailable_page};
 
 /// Milliseconds between two polls of the status endpoint by the page.
 const POLL_MILLIS: u32 = 1000;
@@ -85,37 +86,7 @@ pub async fn page(
         deep_link: &context.consents.qr_payload(&view.session.id),
         nonce: &nonce,
     });
-    let policy = format!(
-        "default-src 'none'; img-src 'self'; script-src 'nonce-{nonce}'; \
-         style-src 'nonce-{nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
-         frame-ancestors 'none'"
-    );
-    Ok(hardened(HttpResponse::Ok())
-        .content_type("text/html; charset=utf-8")
-        .insert_header((header::CONTENT_SECURITY_POLICY, policy))
-        .insert_header((header::X_FRAME_OPTIONS, "DENY"))
-        .body(html))
-}
-
-/// The hosted page while the database is away: 503, `Retry-After`, and a page that says so and
-/// reloads itself.
-fn unavailable_page() -> HttpResponse {
-    hardened(HttpResponse::ServiceUnavailable())
-        .content_type("text/html; charset=utf-8")
-        .insert_header((
-            header::RETRY_AFTER,
-            crate::http::error::DATABASE_RETRY_AFTER_SECS.to_string(),
-        ))
-        .insert_header((header::CONTENT_SECURITY_POLICY, "default-src 'none'"))
-        .body(
-            "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
-             <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
-             <meta http-equiv=\"refresh\" content=\"5\">\
-             <title>Temporarily unavailable</title></head><body>\
-             <h1>Temporarily unavailable</h1>\
-             <p>The service is temporarily unavailable. This page tries again in a few \
-             seconds.</p></body></html>\n",
-        )
+    Ok(html_page(&nonce, html))
 }
 
 /// What the hosted page polls: `status` (lower case) and, once decided, `redirect`.
@@ -146,21 +117,6 @@ pub async fn status(
         headers.insert(name, HeaderValue::from_static(value));
     }
     Ok(response)
-}
-
-/// Headers of every answer here: nothing cached, no referrer leaves the page (its URL is the
-/// capability), no sniffing.
-const HARDENING: [(HeaderName, &str); 3] = [
-    (header::CACHE_CONTROL, "no-store"),
-    (header::REFERRER_POLICY, "no-referrer"),
-    (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
-];
-
-fn hardened(mut builder: HttpResponseBuilder) -> HttpResponseBuilder {
-    for header in HARDENING {
-        builder.insert_header(header);
-    }
-    builder
 }
 
 /// Where a decided request sends the browser; `None` while pending.
@@ -224,22 +180,6 @@ fn percent_encode(text: &str, out: &mut String) {
             out.push(char::from(HEX[usize::from(byte & 0x0f)]));
         }
     }
-}
-
-/// Text for HTML content and double-quoted attributes.
-fn escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 struct Page<'a> {

@@ -1,0 +1,498 @@
+//! `{base}/mandates/{id}`: the hosted page of a mandate addressed to an email address, and the
+//! JSON steps its script calls.
+
+use actix_web::http::StatusCode;
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use idconsent_approval::{Decision, Purpose, PurposeKind};
+use idconsent_hosted::{Answer, Client, HostedError};
+use idconsent_kernel::{OsRandom, RandomSource};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::page::{escape, html_page, unavailable_page};
+use crate::context::AppContext;
+use crate::http::envelope::{Empty, Envelope, respond};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::ApiJson;
+use crate::http::send_limits;
+
+fn purpose(id: &str) -> Purpose {
+    Purpose::new(PurposeKind::Mandate, id)
+}
+
+/// The page: the terms, then the steps (emailed code, passkey, decision). A mandate no longer
+/// awaiting authorisation shows what it is now (409).
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`md_…` of a mandate addressed to an email")),
+    responses(
+        (status = 200, description = "The page (HTML, strict Content-Security-Policy)", content_type = "text/html", body = String),
+        (status = 404, description = "No such mandate, or one decided in the app", body = ErrorBody),
+        (status = 409, description = "No longer awaiting authorisation (HTML)", content_type = "text/html", body = String)
+    )
+)]
+#[get("/mandates/{id}")]
+pub async fn page(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let nonce = (&OsRandom as &dyn RandomSource).hex(16);
+    match context.hosted.view(&purpose(&id)).await {
+        Ok(view) => Ok(html_page(
+            &nonce,
+            render(&id, &mask(view.email.as_str()), &view.context, &nonce),
+        )),
+        Err(HostedError::NotPending(status)) => {
+            let mut response = html_page(&nonce, render_closed(&status));
+            *response.status_mut() = StatusCode::CONFLICT;
+            Ok(response)
+        }
+        Err(error) => {
+            let error = ApiError::from(error);
+            if error.is_unavailable() {
+                return Ok(unavailable_page());
+            }
+            Err(error)
+        }
+    }
+}
+
+/// Emails a 6-digit code to the mandate's recipient (one a minute; none while locked after five
+/// wrong codes). Counts against the caller's sending allowance (CONTRACT §9).
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`md_…`")),
+    responses(
+        (status = 202, description = "Code sent", body = Envelope<Empty>),
+        (status = 404, description = "No such mandate for a hosted page", body = ErrorBody),
+        (status = 409, description = "No longer awaiting authorisation", body = ErrorBody),
+        (status = 429, description = "Sent less than a minute ago, locked, or too many sends; see Retry-After", body = ErrorBody)
+    )
+)]
+#[post("/mandates/{id}/code")]
+pub async fn send_code(
+    context: web::Data<AppContext>,
+    req: HttpRequest,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    send_limits::admit(&context, &req, None).await?;
+    context.hosted.send_code(&purpose(&id)).await?;
+    Ok(respond(StatusCode::ACCEPTED, "Code sent", Empty {}))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct HostedCodeBody {
+    /// The 6 digits from the email.
+    code: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostedPageToken {
+    /// Proves the address for 15 minutes and one decision; send it with the next steps.
+    token: String,
+}
+
+/// Checks the emailed code; a right one returns the page token. Each guess takes one of five
+/// attempts before it is compared; the fifth wrong one locks this address for 15 minutes.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`md_…`")),
+    request_body = HostedCodeBody,
+    responses(
+        (status = 200, description = "The page token", body = Envelope<HostedPageToken>),
+        (status = 401, description = "Wrong or expired code", body = ErrorBody),
+        (status = 429, description = "Locked after five wrong codes; see Retry-After", body = ErrorBody)
+    )
+)]
+#[post("/mandates/{id}/code/verify")]
+pub async fn verify_code(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<HostedCodeBody>,
+) -> Result<HttpResponse, ApiError> {
+    let token = context
+        .hosted
+        .verify_code(&purpose(&id), &body.0.code)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "Address confirmed",
+        HostedPageToken { token },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct HostedTokenBody {
+    token: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostedCreationOptions {
+    /// For `navigator.credentials.create` (WebAuthn JSON, user verification required).
+    #[schema(value_type = Object)]
+    public_key: Value,
+}
+
+/// Options to make a passkey for this decision in the browser.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`md_…`")),
+    request_body = HostedTokenBody,
+    responses(
+        (status = 200, description = "Creation options", body = Envelope<HostedCreationOptions>),
+        (status = 401, description = "No live page token", body = ErrorBody)
+    )
+)]
+#[post("/mandates/{id}/passkey/registration")]
+pub async fn passkey_registration(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<HostedTokenBody>,
+) -> Result<HttpResponse, ApiError> {
+    let options = context
+        .hosted
+        .passkey_registration(&purpose(&id), &body.0.token)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "ok",
+        HostedCreationOptions {
+            public_key: options["publicKey"].clone(),
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct HostedCredentialBody {
+    token: String,
+    /// The `PublicKeyCredential` (WebAuthn JSON).
+    #[schema(value_type = Object)]
+    credential: Value,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HostedAssertionOptions {
+    /// For `navigator.credentials.get`: the challenge commits to `context`.
+    #[schema(value_type = Object)]
+    public_key: Value,
+    /// What is being decided, exactly as committed to.
+    #[schema(value_type = Object)]
+    context: Value,
+    context_hash: String,
+    nonce: String,
+}
+
+/// Keeps the new passkey and returns assertion options whose challenge commits to the mandate's
+/// terms as they are now.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`md_…`")),
+    request_body = HostedCredentialBody,
+    responses(
+        (status = 200, description = "Assertion options", body = Envelope<HostedAssertionOptions>),
+        (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody)
+    )
+)]
+#[post("/mandates/{id}/passkey/assertion")]
+pub async fn passkey_assertion(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<HostedCredentialBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let started = context
+        .hosted
+        .passkey_assertion(&purpose(&id), &body.token, &body.credential)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "ok",
+        HostedAssertionOptions {
+            public_key: started.options["publicKey"].clone(),
+            context: started.context,
+            context_hash: started.context_hash,
+            nonce: started.nonce,
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct HostedDecisionBody {
+    token: String,
+    /// `approve` or `reject`.
+    decision: String,
+    /// The assertion over the challenge of the previous step.
+    #[schema(value_type = Object)]
+    credential: Value,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct HostedDecision {
+    /// The mandate's status now: `active` or `cancelled`.
+    status: String,
+}
+
+/// Approves (`active`, `mandate.signed`) or declines (`cancelled`) with the passkey's
+/// assertion; once per page token. 409 when the mandate changed since the challenge.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`md_…`")),
+    request_body = HostedDecisionBody,
+    responses(
+        (status = 200, description = "HostedDecision", body = Envelope<HostedDecision>),
+        (status = 401, description = "No live page token, or the assertion did not verify", body = ErrorBody),
+        (status = 409, description = "No longer awaiting authorisation, or changed since the challenge", body = ErrorBody),
+        (status = 422, description = "Unknown decision", body = ErrorBody)
+    )
+)]
+#[post("/mandates/{id}/decision")]
+pub async fn decide(
+    context: web::Data<AppContext>,
+    req: HttpRequest,
+    id: web::Path<String>,
+    body: ApiJson<HostedDecisionBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let decision = match body.decision.as_str() {
+        "approve" => Decision::Approve,
+        "reject" => Decision::Reject,
+        _ => {
+            return Err(ApiError::validation(
+                idconsent_kernel::ValidationErrors::single("decision", "must be approve or reject"),
+            ));
+        }
+    };
+    let client = Client {
+        ip_address: req.peer_addr().map(|peer| peer.ip().to_string()),
+        user_agent: req
+            .headers()
+            .get(actix_web::http::header::USER_AGENT)
+            .and_then(|value| value.to_str().ok())
+            .map(|agent| agent.chars().take(300).collect()),
+    };
+    let status = context
+        .hosted
+        .decide(
+            &purpose(&id),
+            &body.token,
+            Answer {
+                decision,
+                assertion: Some(&body.credential),
+                passkey_required: true,
+                client,
+            },
+            &|_| idconsent_approval::Effects::default(),
+        )
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "HostedDecision",
+        HostedDecision { status },
+    ))
+}
+
+/// `ann@example.com` → `a••@example.com`: the page names the address without spelling it out.
+fn mask(email: &str) -> String {
+    match email.split_once('@') {
+        Some((local, domain)) => {
+            let first: String = local.chars().take(1).collect();
+            format!("{first}••@{domain}")
+        }
+        None => "your address".to_owned(),
+    }
+}
+
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// `up to 49.9 EUR, monthly` / `no maximum amount`.
+fn terms(terms: &Value) -> String {
+    let amount = match &terms["amount"] {
+        Value::Null => "no maximum amount".to_owned(),
+        amount => format!("up to {amount} {}", text(&terms["currency"])),
+    };
+    match &terms["frequency"] {
+        Value::Null => amount,
+        frequency => format!("{amount}, {}", text(frequency)),
+    }
+}
+
+fn render_closed(status: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Mandate</title></head><body><main><h1>Nothing to decide</h1>\
+         <p id=\"closed\">{}.</p></main></body></html>\n",
+        escape(status)
+    )
+}
+
+fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
+    let merchant = escape(&text(&context["merchant"]));
+    let application = escape(&text(&context["application"]));
+    let kind = escape(&text(&context["mandateType"]).replace('_', " "));
+    let description = escape(&text(&context["description"]));
+    let shown_terms = if context["previousTerms"].is_object() {
+        format!(
+            "<p>New terms: <strong id=\"terms\">{}</strong><br>Authorised so far: {}</p>",
+            escape(&terms(&context["terms"])),
+            escape(&terms(&context["previousTerms"]))
+        )
+    } else {
+        format!(
+            "<p>Terms: <strong id=\"terms\">{}</strong></p>",
+            escape(&terms(&context["terms"]))
+        )
+    };
+    let sandbox = if context["environment"] == "sandbox" {
+        "<p class=\"note\">Sandbox: a test mandate, nothing is charged.</p>"
+    } else {
+        ""
+    };
+    let id = escape(id);
+    let email = escape(email);
+    format!(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>Authorise a mandate</title>
+<style nonce="{nonce}">
+body{{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1d2330}}
+main{{max-width:28rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:12px;box-shadow:0 1px 4px rgba(0,0,0,.12)}}
+h1{{margin:.2rem 0 1rem;font-size:1.3rem;overflow-wrap:anywhere}}
+.requester,.note{{color:#5a6272;font-size:.9rem}}
+section{{margin-top:1rem}}
+input{{font:inherit;padding:.4rem;width:8rem;letter-spacing:.2rem}}
+button{{font:inherit;padding:.5rem 1rem;margin:.2rem .2rem .2rem 0;border-radius:8px;border:1px solid #2457c5;background:#2457c5;color:#fff}}
+button.secondary{{background:#fff;color:#2457c5}}
+#status{{font-weight:600}}
+</style>
+</head>
+<body>
+<main id="mandate" data-base="/mandates/{id}">
+<p class="requester">{application} · {merchant}</p>
+<h1>Authorise a {kind}</h1>
+<p id="description">{description}</p>
+{shown_terms}
+{sandbox}
+<section id="step-code">
+<p>First, confirm it is you: we email a 6-digit code to {email}.</p>
+<button id="send">Email me a code</button>
+<p><label>Code <input id="code" inputmode="numeric" autocomplete="one-time-code" maxlength="6"></label>
+<button id="verify">Confirm</button></p>
+</section>
+<section id="step-passkey" hidden>
+<p>Then confirm with a passkey on this device (fingerprint, face or screen lock).</p>
+<button id="passkey">Use a passkey</button>
+</section>
+<section id="step-decide" hidden>
+<p>Do you authorise this mandate?</p>
+<button id="approve">Authorise</button>
+<button id="reject" class="secondary">Decline</button>
+</section>
+<p id="status" role="status" aria-live="polite"></p>
+</main>
+<script nonce="{nonce}">
+(function () {{
+  "use strict";
+  var base = document.getElementById("mandate").getAttribute("data-base");
+  var note = document.getElementById("status");
+  var token = null, assertion = null;
+  function $(id) {{ return document.getElementById(id); }}
+  function say(text) {{ note.textContent = text; }}
+  function post(path, body) {{
+    return fetch(base + path, {{
+      method: "POST", cache: "no-store", credentials: "omit",
+      headers: {{ "Content-Type": "application/json", Accept: "application/json" }},
+      body: JSON.stringify(body || {{}})
+    }}).then(function (response) {{
+      return response.json().then(function (json) {{
+        if (!response.ok) {{ throw new Error(json.message || ("HTTP " + response.status)); }}
+        return json.data || {{}};
+      }});
+    }});
+  }}
+  function fromB64(text) {{
+    var b64 = text.replace(/-/g, "+").replace(/_/g, "/");
+    while (b64.length % 4) {{ b64 += "="; }}
+    return Uint8Array.from(atob(b64), function (c) {{ return c.charCodeAt(0); }}).buffer;
+  }}
+  function toB64(buffer) {{
+    var bytes = new Uint8Array(buffer), text = "";
+    for (var i = 0; i < bytes.length; i++) {{ text += String.fromCharCode(bytes[i]); }}
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }}
+  function ids(list) {{
+    return (list || []).map(function (c) {{ return Object.assign({{}}, c, {{ id: fromB64(c.id) }}); }});
+  }}
+  function credentialJson(credential) {{
+    var r = credential.response, response = {{ clientDataJSON: toB64(r.clientDataJSON) }};
+    if (r.attestationObject) {{ response.attestationObject = toB64(r.attestationObject); }}
+    if (r.authenticatorData) {{
+      response.authenticatorData = toB64(r.authenticatorData);
+      response.signature = toB64(r.signature);
+      if (r.userHandle) {{ response.userHandle = toB64(r.userHandle); }}
+    }}
+    return {{ id: credential.id, rawId: toB64(credential.rawId), type: credential.type,
+             response: response, extensions: {{}} }};
+  }}
+  $("send").addEventListener("click", function () {{
+    post("/code").then(function () {{ say("Code sent. Check your email."); }},
+                       function (e) {{ say(e.message); }});
+  }});
+  $("verify").addEventListener("click", function () {{
+    post("/code/verify", {{ code: $("code").value }}).then(function (data) {{
+      token = data.token;
+      $("step-code").hidden = true;
+      $("step-passkey").hidden = false;
+      say("Address confirmed.");
+    }}, function (e) {{ say(e.message); }});
+  }});
+  $("passkey").addEventListener("click", function () {{
+    post("/passkey/registration", {{ token: token }}).then(function (data) {{
+      var options = data.publicKey;
+      options.challenge = fromB64(options.challenge);
+      options.user = Object.assign({{}}, options.user, {{ id: fromB64(options.user.id) }});
+      options.excludeCredentials = ids(options.excludeCredentials);
+      return navigator.credentials.create({{ publicKey: options }});
+    }}).then(function (created) {{
+      return post("/passkey/assertion", {{ token: token, credential: credentialJson(created) }});
+    }}).then(function (data) {{
+      var options = data.publicKey;
+      options.challenge = fromB64(options.challenge);
+      options.allowCredentials = ids(options.allowCredentials);
+      return navigator.credentials.get({{ publicKey: options }});
+    }}).then(function (asserted) {{
+      assertion = credentialJson(asserted);
+      $("step-passkey").hidden = true;
+      $("step-decide").hidden = false;
+      say("Passkey confirmed.");
+    }}).catch(function (e) {{ say(e.message || String(e)); }});
+  }});
+  function decide(decision) {{
+    post("/decision", {{ token: token, decision: decision, credential: assertion }}).then(function (data) {{
+      $("step-decide").hidden = true;
+      say(data.status === "active" ? "Mandate authorised." : "Mandate declined.");
+    }}, function (e) {{ say(e.message); }});
+  }}
+  $("approve").addEventListener("click", function () {{ decide("approve"); }});
+  $("reject").addEventListener("click", function () {{ decide("reject"); }});
+}})();
+</script>
+</body>
+</html>
+"#
+    )
+}

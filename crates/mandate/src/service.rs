@@ -1,0 +1,672 @@
+use std::sync::Arc;
+
+use idconsent_approval::{Decision, Recipient};
+use idconsent_kernel::id::{ApplicationId, MandateId, TypedId};
+use idconsent_kernel::{
+    Clock, Currency, DisplayText, EmailAddress, Environment, IdGenerator, Metering, Metric, Money,
+    Nudge, Page, PageRequest, PhoneNumber, QuotaExceeded, Timestamp, ValidationErrors, WebUrl,
+};
+use idconsent_notification::{Address, NewMessage, NotificationSender};
+use idconsent_webhook::{Effects, EventType, Outbox};
+
+use crate::error::MandateError;
+use crate::events::MandateBody;
+use crate::model::{
+    AUTHORIZATION_WINDOW, Changes, Frequency, Mandate, MandateStatus, MandateType, Terms,
+};
+use crate::ports::{MandateQuery, MandateRepository, RecipientDirectory, StoreError};
+
+pub const MAX_DESCRIPTION_CHARS: usize = 500;
+/// How often a change is recomputed from a fresh read after another change got in first. Each
+/// lost race is a change that succeeded, so this only refuses under a storm of writes.
+const REPLACE_ATTEMPTS: usize = 8;
+
+#[derive(Debug, Clone)]
+pub struct MandateSettings {
+    /// Whether callback URLs may target private or loopback hosts.
+    pub allow_private_callbacks: bool,
+    /// The hosted page where an email recipient decides (`{base}/mandates`); a mandate's page
+    /// is `{page_url}/{id}`.
+    pub page_url: String,
+}
+
+impl Default for MandateSettings {
+    fn default() -> Self {
+        Self {
+            allow_private_callbacks: false,
+            page_url: "http://localhost:8080/mandates".into(),
+        }
+    }
+}
+
+/// The application asking, as its signed request established it.
+#[derive(Debug, Clone)]
+pub struct Requester {
+    pub application_id: ApplicationId,
+    pub environment: Environment,
+    /// The application's callback URL, used when a mandate names none.
+    pub default_callback_url: Option<String>,
+}
+
+/// A create request as received (spec §2.5); numbers as their JSON text.
+#[derive(Debug, Clone, Default)]
+pub struct CreateMandate {
+    pub recipient: String,
+    pub kind: String,
+    pub amount: Option<String>,
+    pub currency: Option<String>,
+    pub frequency: Option<String>,
+    pub description: String,
+    pub callback_url: Option<String>,
+}
+
+/// A PUT as received: `None` leaves a field alone, `Some(None)` (JSON `null`) removes an
+/// optional term.
+#[derive(Debug, Clone, Default)]
+pub struct ChangeMandate {
+    pub description: Option<String>,
+    pub amount: Option<Option<String>>,
+    pub currency: Option<String>,
+    pub frequency: Option<Option<String>>,
+}
+
+/// The ports a [`MandateService`] works through.
+#[derive(Debug, Clone)]
+pub struct MandatePorts {
+    pub mandates: Arc<dyn MandateRepository>,
+    pub recipients: Arc<dyn RecipientDirectory>,
+    pub metering: Arc<dyn Metering>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+    pub outbox_written: Option<Arc<dyn Nudge>>,
+    /// Emails an email recipient the link to the hosted page.
+    pub notifications: Arc<dyn NotificationSender>,
+}
+
+#[derive(Debug, Clone)]
+pub struct MandateService {
+    ports: MandatePorts,
+    settings: MandateSettings,
+}
+
+impl MandateService {
+    pub fn new(ports: MandatePorts, settings: MandateSettings) -> Self {
+        Self { ports, settings }
+    }
+
+    pub fn now(&self) -> Timestamp {
+        self.ports.clock.now()
+    }
+
+    /// The hosted page where an email recipient decides; `None` for a phone recipient, who
+    /// decides in the app.
+    pub fn page_url(&self, mandate: &Mandate) -> Option<String> {
+        matches!(mandate.recipient, Recipient::Email(_)).then(|| {
+            format!(
+                "{}/{}",
+                self.settings.page_url.trim_end_matches('/'),
+                mandate.id
+            )
+        })
+    }
+
+    /// Validates and stores a mandate awaiting authorisation, charging it to the month's
+    /// mandate quota in the same transaction.
+    pub async fn create(
+        &self,
+        requester: &Requester,
+        input: CreateMandate,
+    ) -> Result<Mandate, MandateError> {
+        let live = requester.environment == Environment::Live;
+        let mut errors = ValidationErrors::new();
+        let recipient = check_recipient(&mut errors, &input.recipient);
+        let kind = MandateType::parse(&input.kind);
+        if kind.is_none() {
+            errors.push("type", format!("must be {}", MandateType::choices()));
+        }
+        let terms = check_terms(
+            &mut errors,
+            input.amount.as_deref(),
+            input.currency.as_deref(),
+            input.frequency.as_deref(),
+        );
+        let description = check_description(&mut errors, &input.description);
+        let callback_url = match &input.callback_url {
+            Some(url) => errors
+                .check(
+                    "callbackUrl",
+                    WebUrl::parse(url).and_then(|url| {
+                        url.check_target(live, self.settings.allow_private_callbacks)
+                            .map(|()| url)
+                    }),
+                )
+                .map(|url| Some(url.as_str().to_owned())),
+            None => Some(requester.default_callback_url.clone()),
+        };
+        let (recipient, kind, terms, description, callback_url) = errors
+            .finish_with(|| Some((recipient?, kind?, terms?, description?, callback_url?)))?;
+        if let (true, Recipient::Phone(phone)) = (live, &recipient)
+            && !self.ports.recipients.is_enrolled(phone).await?
+        {
+            return Err(MandateError::NotFound("Recipient is not enrolled"));
+        }
+
+        let now = self.now();
+        let mandate = Mandate {
+            id: self.ports.ids.next(),
+            application_id: requester.application_id.clone(),
+            environment: requester.environment,
+            recipient,
+            kind,
+            terms,
+            description,
+            callback_url,
+            status: MandateStatus::PendingAuthorization,
+            authorized_terms: None,
+            created_at: now,
+            updated_at: now,
+            authorization_deadline: Some(now.plus(AUTHORIZATION_WINDOW)),
+            authorized_at: None,
+            cancelled_at: None,
+            version: 0,
+        };
+        let charge = self
+            .ports
+            .metering
+            .charge(
+                &mandate.application_id,
+                mandate.environment,
+                Metric::Mandates,
+                now,
+            )
+            .await
+            .map_err(|error| MandateError::Unavailable(Box::new(error)))?;
+        let effects = Effects {
+            outbox: Vec::new(),
+            charges: charge.into_iter().collect(),
+        };
+        self.ports
+            .mandates
+            .create(&mandate, &effects)
+            .await
+            .map_err(|error| self.store_error(error))?;
+        self.invite(&mandate).await;
+        Ok(mandate)
+    }
+
+    /// Emails an email recipient the hosted page's link. Best effort, after the mandate is
+    /// stored: the merchant has the same link (`approvalUrl`), and a failure here must not
+    /// make a retried create store a second mandate.
+    async fn invite(&self, mandate: &Mandate) {
+        let (Recipient::Email(email), Some(url)) = (&mandate.recipient, self.page_url(mandate))
+        else {
+            return;
+        };
+        let Ok(to) = Address::parse(email.as_str()) else {
+            return;
+        };
+        let _ = self
+            .ports
+            .notifications
+            .send(NewMessage {
+                to,
+                subject: "A mandate awaits your authorisation".into(),
+                body: format!(
+                    "You are asked to authorise a {}: {}. Review it, then authorise or decline: \
+                     {url}",
+                    mandate.kind.as_str().replace('_', " "),
+                    mandate.description
+                ),
+                code: None,
+                link: Some(url),
+            })
+            .await;
+    }
+
+    /// A mandate as its creator sees it; any other application or environment gets "not
+    /// found".
+    pub async fn get(&self, requester: &Requester, id: &str) -> Result<Mandate, MandateError> {
+        let mandate = self.load(id).await?;
+        if mandate.application_id != requester.application_id
+            || mandate.environment != requester.environment
+        {
+            return Err(not_found());
+        }
+        Ok(mandate)
+    }
+
+    /// Any mandate by id (approvals, hosted page); "not found" for a malformed id.
+    pub async fn load(&self, id: &str) -> Result<Mandate, MandateError> {
+        let id = MandateId::parse(id).map_err(|_| not_found())?;
+        self.ports.mandates.find(&id).await?.ok_or_else(not_found)
+    }
+
+    /// The application's mandates, newest first. `status` is `active`, `pending` (or
+    /// `pending_authorization`), `cancelled` or `expired`; `kind` a mandate type.
+    pub async fn list(
+        &self,
+        requester: &Requester,
+        status: Option<&str>,
+        kind: Option<&str>,
+        page: PageRequest,
+    ) -> Result<Page<Mandate>, MandateError> {
+        let mut errors = ValidationErrors::new();
+        let status = status.and_then(|text| {
+            let status = match text {
+                "pending" => Some(MandateStatus::PendingAuthorization),
+                other => MandateStatus::parse(other),
+            };
+            if status.is_none() {
+                errors.push("status", "must be active, pending, cancelled or expired");
+            }
+            status
+        });
+        let kind = kind.and_then(|text| {
+            let kind = MandateType::parse(text);
+            if kind.is_none() {
+                errors.push("type", format!("must be {}", MandateType::choices()));
+            }
+            kind
+        });
+        errors.finish()?;
+        let query = MandateQuery {
+            application_id: requester.application_id.clone(),
+            environment: requester.environment,
+            status,
+            kind,
+            now: self.now(),
+        };
+        Ok(self.ports.mandates.list(&query, page).await?)
+    }
+
+    /// PUT: the description may change while the mandate is open; new terms on an active
+    /// mandate send it back for re-authorisation. 409 on a cancelled or expired mandate.
+    pub async fn change(
+        &self,
+        requester: &Requester,
+        id: &str,
+        input: ChangeMandate,
+    ) -> Result<Mandate, MandateError> {
+        let mandate = self.get(requester, id).await?;
+        let changes = check_changes(&input, &mandate.terms)?;
+        self.transition(mandate, Effects::default, |mandate, now| {
+            Ok(mandate.change(&changes, now)?)
+        })
+        .await
+    }
+
+    /// DELETE: cancels (kept and still readable); cancelling again changes nothing.
+    pub async fn cancel(&self, requester: &Requester, id: &str) -> Result<Mandate, MandateError> {
+        let mandate = self.get(requester, id).await?;
+        self.transition(mandate, Effects::default, |mandate, now| {
+            Ok(mandate.cancel(now)?)
+        })
+        .await
+    }
+
+    /// Applies the recipient's decision: approval activates the mandate with `mandate.signed`,
+    /// a decline cancels it; `also` is written in the same transaction. `check` sees the
+    /// mandate as it will be decided (after every retry's fresh read) and may refuse it — the
+    /// approval target refuses one that changed since the challenge was issued.
+    pub async fn decide(
+        &self,
+        mandate: Mandate,
+        decision: Decision,
+        check: &(dyn Fn(&Mandate) -> Result<(), MandateError> + Send + Sync),
+        also: Effects,
+    ) -> Result<Mandate, MandateError> {
+        let decided = self
+            .transition(
+                mandate,
+                || also.clone(),
+                |mandate, now| {
+                    check(mandate)?;
+                    match decision {
+                        Decision::Approve => mandate.approve(now)?,
+                        Decision::Reject => mandate.decline(now)?,
+                    }
+                    Ok(true)
+                },
+            )
+            .await?;
+        Ok(decided)
+    }
+
+    /// The sandbox helpers (`mk_test_` keys only): decide as the recipient would, with the same
+    /// events (no `auth.*`: no passkey was used).
+    pub async fn decide_in_sandbox(
+        &self,
+        requester: &Requester,
+        id: &str,
+        decision: Decision,
+    ) -> Result<Mandate, MandateError> {
+        if requester.environment != Environment::Sandbox {
+            return Err(MandateError::Forbidden(
+                "Sandbox helpers work only with mk_test_ keys",
+            ));
+        }
+        let mandate = self.get(requester, id).await?;
+        self.decide(mandate, decision, &|_| Ok(()), Effects::default())
+            .await
+    }
+
+    /// Records the expiry of every pending mandate whose deadline has passed. Safe with several
+    /// processes: each expiry is a compare-and-swap on the mandate's version.
+    pub async fn expire_due(&self) -> Result<usize, MandateError> {
+        let now = self.now();
+        let mut expired = 0;
+        for mut mandate in self.ports.mandates.due_for_expiry(now, 200).await? {
+            let loaded_version = mandate.version;
+            if mandate.expire(now).is_ok()
+                && self
+                    .ports
+                    .mandates
+                    .replace(&mandate, loaded_version, &Effects::default())
+                    .await?
+            {
+                expired += 1;
+            }
+        }
+        Ok(expired)
+    }
+
+    /// Applies `apply` to the mandate and stores it with its effects (plus `mandate.signed`
+    /// when it became active), recomputing from a fresh read when another writer got in
+    /// first. `apply` returning `Ok(false)` means nothing changed: nothing is written.
+    async fn transition(
+        &self,
+        mut mandate: Mandate,
+        also: impl Fn() -> Effects,
+        apply: impl Fn(&mut Mandate, Timestamp) -> Result<bool, MandateError>,
+    ) -> Result<Mandate, MandateError> {
+        for _ in 0..REPLACE_ATTEMPTS {
+            let loaded_version = mandate.version;
+            let was_active = mandate.status == MandateStatus::Active;
+            let mut next = mandate.clone();
+            let now = self.now();
+            if !apply(&mut next, now)? {
+                return Ok(mandate);
+            }
+            let mut effects = also();
+            let signed = !was_active && next.status == MandateStatus::Active;
+            if signed {
+                effects.outbox.push(self.signed_event(&next, now));
+            }
+            if self
+                .ports
+                .mandates
+                .replace(&next, loaded_version, &effects)
+                .await
+                .map_err(|error| self.store_error(error))?
+            {
+                if !effects.outbox.is_empty() {
+                    self.nudge();
+                }
+                return Ok(next);
+            }
+            mandate = self
+                .ports
+                .mandates
+                .find(&mandate.id)
+                .await?
+                .ok_or_else(not_found)?;
+        }
+        Err(MandateError::Conflict(
+            "The mandate is changing too fast; try again".into(),
+        ))
+    }
+
+    fn signed_event(&self, mandate: &Mandate, now: Timestamp) -> Outbox {
+        let urls: Vec<&str> = mandate.callback_url.as_deref().into_iter().collect();
+        Outbox::new(
+            self.ports.ids.as_ref(),
+            EventType::MandateSigned,
+            mandate.application_id.clone(),
+            mandate.environment,
+            now,
+            MandateBody::of(mandate, now),
+            &urls,
+        )
+    }
+
+    fn store_error(&self, error: StoreError) -> MandateError {
+        match error {
+            StoreError::Quota(quota) => self.quota(quota),
+            other => other.into(),
+        }
+    }
+
+    fn quota(&self, quota: QuotaExceeded) -> MandateError {
+        MandateError::QuotaExceeded {
+            quota,
+            retry_after_secs: quota.retry_after_secs(self.now()),
+        }
+    }
+
+    fn nudge(&self) {
+        if let Some(nudge) = &self.ports.outbox_written {
+            nudge.nudge();
+        }
+    }
+}
+
+fn not_found() -> MandateError {
+    MandateError::NotFound("Mandate not found")
+}
+
+/// A phone in E.164, or an email address (anything with an `@`).
+fn check_recipient(errors: &mut ValidationErrors, text: &str) -> Option<Recipient> {
+    let text = text.trim();
+    let recipient = if text.contains('@') {
+        EmailAddress::parse(text).ok().map(Recipient::Email)
+    } else {
+        PhoneNumber::parse(text).ok().map(Recipient::Phone)
+    };
+    if recipient.is_none() {
+        errors.push(
+            "recipient",
+            "must be an E.164 phone number or an email address",
+        );
+    }
+    recipient
+}
+
+fn check_description(errors: &mut ValidationErrors, text: &str) -> Option<String> {
+    errors
+        .check(
+            "description",
+            DisplayText::parse(text, MAX_DESCRIPTION_CHARS),
+        )
+        .map(DisplayText::into_string)
+}
+
+fn check_currency(errors: &mut ValidationErrors, text: Option<&str>) -> Option<Currency> {
+    errors.check("currency", Currency::parse(text.unwrap_or("USD")))
+}
+
+/// A maximum amount is positive, with at most the currency's minor digits.
+fn check_amount(
+    errors: &mut ValidationErrors,
+    text: &str,
+    currency: Option<Currency>,
+) -> Option<Money> {
+    let currency = currency?;
+    let amount = errors.check("amount", Money::from_major_decimal(text, currency))?;
+    if amount.minor() == 0 {
+        errors.push("amount", "must be > 0");
+        return None;
+    }
+    Some(amount)
+}
+
+fn check_frequency(errors: &mut ValidationErrors, text: &str) -> Option<Frequency> {
+    let frequency = Frequency::parse(text);
+    if frequency.is_none() {
+        errors.push("frequency", format!("must be {}", Frequency::choices()));
+    }
+    frequency
+}
+
+fn check_terms(
+    errors: &mut ValidationErrors,
+    amount: Option<&str>,
+    currency: Option<&str>,
+    frequency: Option<&str>,
+) -> Option<Terms> {
+    let currency = check_currency(errors, currency);
+    let amount = match amount {
+        Some(text) => Some(check_amount(errors, text, currency)?),
+        None => None,
+    };
+    let frequency = match frequency {
+        Some(text) => Some(check_frequency(errors, text)?),
+        None => None,
+    };
+    Some(Terms {
+        amount,
+        currency: currency?,
+        frequency,
+    })
+}
+
+/// A PUT's fields against the stored terms: a new currency re-reads the amount in it (the stored
+/// one when the PUT names none).
+fn check_changes(input: &ChangeMandate, stored: &Terms) -> Result<Changes, MandateError> {
+    let mut errors = ValidationErrors::new();
+    if input.description.is_none()
+        && input.amount.is_none()
+        && input.currency.is_none()
+        && input.frequency.is_none()
+    {
+        errors.push(
+            "body",
+            "name at least one of description, amount, currency, frequency",
+        );
+        return Err(errors.into());
+    }
+    let description = input
+        .description
+        .as_deref()
+        .map(|text| check_description(&mut errors, text));
+    let currency = match &input.currency {
+        Some(text) => check_currency(&mut errors, Some(text)),
+        None => Some(stored.currency),
+    };
+    let amount = match &input.amount {
+        Some(Some(text)) => Some(check_amount(&mut errors, text, currency).map(Some)),
+        Some(None) => Some(Some(None)),
+        // The stored amount must still fit a new currency's minor digits.
+        None if input.currency.is_some() => stored.amount.map(|amount| {
+            let text = format!("{}", amount.major_f64());
+            check_amount(&mut errors, &text, currency).map(Some)
+        }),
+        None => None,
+    };
+    let frequency = match &input.frequency {
+        Some(Some(text)) => Some(check_frequency(&mut errors, text).map(Some)),
+        Some(None) => Some(Some(None)),
+        None => None,
+    };
+    errors
+        .finish_with(|| {
+            Some(Changes {
+                description: match description {
+                    Some(valid) => Some(valid?),
+                    None => None,
+                },
+                amount: match amount {
+                    Some(valid) => Some(valid?),
+                    None => None,
+                },
+                currency: match &input.currency {
+                    Some(_) => Some(currency?),
+                    None => None,
+                },
+                frequency: match frequency {
+                    Some(valid) => Some(valid?),
+                    None => None,
+                },
+            })
+        })
+        .map_err(MandateError::from)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    #[test]
+    fn terms_default_to_usd_and_refuse_zero_and_extra_digits() {
+        let mut errors = ValidationErrors::new();
+        let terms = check_terms(&mut errors, Some("49.90"), None, Some("monthly")).unwrap();
+        assert!(errors.is_empty());
+        assert_eq!(terms.currency.code(), "USD");
+        assert_eq!(terms.amount.unwrap().minor(), 4_990);
+
+        for (amount, currency) in [
+            ("0", "USD"),
+            ("1.001", "USD"),
+            ("1.5", "JPY"),
+            ("-3", "USD"),
+        ] {
+            let mut errors = ValidationErrors::new();
+            assert!(check_terms(&mut errors, Some(amount), Some(currency), None).is_none());
+            assert_eq!(errors.fields()[0].field, "amount", "{amount} {currency}");
+        }
+        let mut errors = ValidationErrors::new();
+        assert!(check_terms(&mut errors, None, Some("usd"), Some("hourly")).is_none());
+        let fields: Vec<&str> = errors.fields().iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["currency", "frequency"]);
+    }
+
+    #[test]
+    fn recipients_are_phones_or_emails() {
+        let mut errors = ValidationErrors::new();
+        assert!(matches!(
+            check_recipient(&mut errors, "+15551234567"),
+            Some(Recipient::Phone(_))
+        ));
+        assert!(matches!(
+            check_recipient(&mut errors, "ann@example.com"),
+            Some(Recipient::Email(_))
+        ));
+        assert!(errors.is_empty());
+        assert!(check_recipient(&mut errors, "5551234567").is_none());
+        assert!(check_recipient(&mut errors, "ann@").is_none());
+        assert_eq!(errors.fields().len(), 2);
+    }
+
+    #[test]
+    fn a_new_currency_must_fit_the_stored_amount() {
+        let usd = Currency::parse("USD").unwrap();
+        let stored = Terms {
+            amount: Some(Money::from_minor(1_050, usd).unwrap()),
+            currency: usd,
+            frequency: None,
+        };
+        let to_yen = ChangeMandate {
+            currency: Some("JPY".into()),
+            ..ChangeMandate::default()
+        };
+        assert!(matches!(
+            check_changes(&to_yen, &stored),
+            Err(MandateError::Invalid(_))
+        ));
+        let to_euro = ChangeMandate {
+            currency: Some("EUR".into()),
+            ..ChangeMandate::default()
+        };
+        let changes = check_changes(&to_euro, &stored).unwrap();
+        assert_eq!(changes.amount.unwrap().unwrap().minor(), 1_050);
+        assert!(check_changes(&ChangeMandate::default(), &stored).is_err());
+        let remove = ChangeMandate {
+            amount: Some(None),
+            frequency: Some(None),
+            ..ChangeMandate::default()
+        };
+        let changes = check_changes(&remove, &stored).unwrap();
+        assert_eq!(changes.amount, Some(None));
+        assert_eq!(changes.frequency, Some(None));
+    }
+}
