@@ -8,6 +8,8 @@ mod devices;
 mod endusers;
 mod foundation;
 mod gates;
+mod hosted;
+mod hosted_browser;
 mod limits;
 mod mandates;
 mod merchants;

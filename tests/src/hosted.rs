@@ -20,7 +20,7 @@ pub struct PageVisitor {
 impl PageVisitor {
     /// A fresh address, for a page not known yet.
     pub fn address() -> String {
-        format!("signer-{}@example.com", &unique()[..10])
+        format!("signer-{}@example.com", unique())
     }
 
     pub fn at(email: &str, page: &str) -> Self {

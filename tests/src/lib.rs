@@ -8,6 +8,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 
 use idconsent_kernel::ShiftedClock;
 
+pub mod browser;
 pub mod enduser;
 pub mod hosted;
 pub mod nginx;

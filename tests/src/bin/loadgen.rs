@@ -1,5 +1,6 @@
 //! A load generator for signed requests: `POST /v1/consents/auth` (`--scenario consents`, the
-//! default) or `POST /v1/oauth/token` (`--scenario oauth-exchange`).
+//! default), `POST /v1/oauth/token` (`--scenario oauth-exchange`), `POST /v1/service/mandates`
+//! (`--scenario mandates`), or unsigned `GET /v1/qr/{id}/image` (`--scenario qr-image`).
 //!
 //! Every request is signed (CONTRACT §2.1) and each signature is accepted once, so generic
 //! tools (oha, wrk) cannot replay a fixed request. This one signs each request with its own
@@ -38,6 +39,10 @@ enum Scenario {
     Consents,
     /// Signed `POST /v1/oauth/token` with codes prepared before the measurement.
     OauthExchange,
+    /// Signed `POST /v1/service/mandates`, each for a new recipient.
+    Mandates,
+    /// Unsigned `GET /v1/qr/{id}/image` of one QR code generated before the measurement.
+    QrImage,
 }
 
 #[derive(Debug, Clone, Parser)]
@@ -127,6 +132,19 @@ fn body(client_id: &str, recipient: &str, callback_url: &str) -> Vec<u8> {
     .unwrap()
 }
 
+/// A mandate like the consent above: a monthly direct debit for a new recipient.
+fn mandate_body(recipient: &str) -> Vec<u8> {
+    serde_json::to_vec(&serde_json::json!({
+        "recipient": recipient,
+        "type": "direct_debit",
+        "amount": 49.9,
+        "currency": "EUR",
+        "frequency": "monthly",
+        "description": "Gym membership",
+    }))
+    .unwrap()
+}
+
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
@@ -157,6 +175,47 @@ async fn main() {
                 endpoint: format!("{base}/v1/consents/auth"),
                 callback_url,
                 run,
+            }
+        }
+        Scenario::Mandates => {
+            let endpoint = format!("{base}/v1/service/mandates");
+            let probe = post_signed(
+                &reqwest::Client::new(),
+                &endpoint,
+                &args,
+                mandate_body(&recipient(run, 0)),
+            )
+            .await
+            .expect("the probe request failed");
+            let status = probe.status().as_u16();
+            let text = probe.text().await.unwrap_or_default();
+            assert!(
+                status == 200 && text.contains("pending_authorization"),
+                "the probe mandate was not created: {status} {text}"
+            );
+            println!("probe: 200, response {} bytes", text.len());
+            Plan::Mandates { endpoint, run }
+        }
+        Scenario::QrImage => {
+            let generated = post_signed(
+                &reqwest::Client::new(),
+                &format!("{base}/v1/qr/generate"),
+                &args,
+                serde_json::to_vec(&serde_json::json!({
+                    "data": "https://shop.example/pay/42", "format": "png", "size": 256,
+                    "expiresIn": 86_400
+                }))
+                .unwrap(),
+            )
+            .await
+            .expect("generating the QR code failed");
+            let created: serde_json::Value = generated.json().await.unwrap_or_default();
+            let id = created["data"]["id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("no QR code generated: {created}"));
+            println!("probe: QR code {id} generated");
+            Plan::QrImage {
+                endpoint: format!("{base}/v1/qr/{id}/image"),
             }
         }
         Scenario::OauthExchange => {
@@ -212,7 +271,11 @@ async fn main() {
                         }
                         None => Instant::now(),
                     };
-                    let outcome = match post_signed(&client, plan.endpoint(), &args, body).await {
+                    let sent = match plan.as_ref() {
+                        Plan::QrImage { endpoint } => client.get(endpoint).send().await,
+                        _ => post_signed(&client, plan.endpoint(), &args, body).await,
+                    };
+                    let outcome = match sent {
                         Ok(response) => {
                             let status = response.status().as_u16();
                             response.bytes().await.map(|_| status)
@@ -291,12 +354,22 @@ enum Plan {
         codes: std::sync::Mutex<Vec<String>>,
         exhausted: AtomicBool,
     },
+    Mandates {
+        endpoint: String,
+        run: u16,
+    },
+    QrImage {
+        endpoint: String,
+    },
 }
 
 impl Plan {
     fn endpoint(&self) -> &str {
         match self {
-            Plan::Consents { endpoint, .. } | Plan::Exchange { endpoint, .. } => endpoint,
+            Plan::Consents { endpoint, .. }
+            | Plan::Exchange { endpoint, .. }
+            | Plan::Mandates { endpoint, .. }
+            | Plan::QrImage { endpoint } => endpoint,
         }
     }
 
@@ -306,6 +379,8 @@ impl Plan {
             Plan::Consents {
                 callback_url, run, ..
             } => Some(body(&args.client_id, &recipient(*run, n), callback_url)),
+            Plan::Mandates { run, .. } => Some(mandate_body(&recipient(*run, n))),
+            Plan::QrImage { .. } => Some(Vec::new()),
             Plan::Exchange {
                 codes, exhausted, ..
             } => {

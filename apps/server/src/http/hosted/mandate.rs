@@ -317,7 +317,16 @@ fn text(value: &Value) -> String {
 fn terms(terms: &Value) -> String {
     let amount = match &terms["amount"] {
         Value::Null => "no maximum amount".to_owned(),
-        amount => format!("up to {amount} {}", text(&terms["currency"])),
+        amount => {
+            // Major units as people write them: 120, 49.90.
+            let amount = amount.as_f64().unwrap_or_default();
+            let shown = if amount.fract() == 0.0 {
+                format!("{amount:.0}")
+            } else {
+                format!("{amount:.2}")
+            };
+            format!("up to {shown} {}", text(&terms["currency"]))
+        }
     };
     match &terms["frequency"] {
         Value::Null => amount,

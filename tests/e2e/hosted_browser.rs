@@ -1,0 +1,138 @@
+//! The hosted mandate page in a real browser (issue 14): headless Chromium with a virtual
+//! platform authenticator (WebDriver's WebAuthn extension) asks for the emailed code, makes a
+//! passkey, asserts with it over the committed challenge, and authorises — or declines.
+//!
+//! SQLite only: the page drives the same service and stores that `hosted.rs` covers on both
+//! backends. The server is reached as `http://localhost:<port>`: WebAuthn needs a secure context
+//! and a relying-party ID that is a domain (`localhost`), not an IP address.
+
+use idconsent_e2e::browser::Browser;
+use idconsent_e2e::hosted::PageVisitor;
+use idconsent_e2e::scenario::Application;
+use idconsent_e2e::{Backend, TestApp, json};
+use reqwest::Method;
+use serde_json::json;
+
+/// A service listening on a port picked here, so that its WebAuthn origin can name it.
+async fn app_on_localhost() -> (TestApp, String) {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let origin = format!("http://localhost:{port}");
+    let app = TestApp::start_with(Backend::Sqlite, |config| {
+        config.bind = format!("127.0.0.1:{port}");
+        config.base_url = origin.clone();
+        config.passkeys.rp_origins = format!("http://localhost:8080,{origin}");
+    })
+    .await
+    .expect("SQLite always runs");
+    (app, origin)
+}
+
+async fn mandate_to(app: &TestApp, application: &Application, email: &str, what: &str) -> String {
+    let body = json!({
+        "recipient": email, "type": "direct_debit", "amount": 25,
+        "currency": "GBP", "frequency": "weekly", "description": what
+    });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let response = app
+        .signed(
+            Method::POST,
+            "/v1/service/mandates",
+            &application.sandbox_key,
+            &application.secret,
+            &bytes,
+        )
+        .send()
+        .await
+        .unwrap();
+    json(response, 200).await["data"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+async fn status(app: &TestApp, application: &Application, id: &str) -> String {
+    let response = app
+        .signed(
+            Method::GET,
+            &format!("/v1/service/mandates/{id}"),
+            &application.sandbox_key,
+            &application.secret,
+            b"",
+        )
+        .send()
+        .await
+        .unwrap();
+    json(response, 200).await["data"]["status"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The page's steps in the browser, up to the decision buttons.
+async fn confirm_in_browser(browser: &Browser, app: &TestApp, origin: &str, id: &str, email: &str) {
+    browser.navigate(&format!("{origin}/mandates/{id}")).await;
+    browser.click("send").await;
+    browser.wait_for_text("status", "Code sent").await;
+    let code = app.last_message(email).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    browser.fill("code", &code).await;
+    browser.click("verify").await;
+    browser.wait_for_text("status", "Address confirmed").await;
+    browser.click("passkey").await;
+    browser.wait_for_text("status", "Passkey confirmed").await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosted_page_authorises_and_declines_with_a_passkey_in_the_browser() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.add_virtual_authenticator().await;
+    let (app, origin) = app_on_localhost().await;
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+
+    let email = PageVisitor::address();
+    let id = mandate_to(&app, &application, &email, "Weekly veg box").await;
+    confirm_in_browser(&browser, &app, &origin, &id, &email).await;
+    assert!(
+        browser
+            .text_of("description")
+            .await
+            .contains("Weekly veg box")
+    );
+    assert_eq!(browser.text_of("terms").await, "up to 25 GBP, weekly");
+    assert_eq!(
+        status(&app, &application, &id).await,
+        "pending_authorization"
+    );
+    browser.click("approve").await;
+    browser.wait_for_text("status", "Mandate authorised").await;
+    assert_eq!(status(&app, &application, &id).await, "active");
+
+    // A second mandate to another address, declined.
+    let other = PageVisitor::address();
+    let declined = mandate_to(&app, &application, &other, "Magazine").await;
+    confirm_in_browser(&browser, &app, &origin, &declined, &other).await;
+    browser.click("reject").await;
+    browser.wait_for_text("status", "Mandate declined").await;
+    assert_eq!(status(&app, &application, &declined).await, "cancelled");
+
+    // A wrong code is refused on the page, with the attempts left.
+    let third = mandate_to(&app, &application, &PageVisitor::address(), "Gym").await;
+    browser
+        .navigate(&format!("{origin}/mandates/{third}"))
+        .await;
+    browser.click("send").await;
+    browser.wait_for_text("status", "Code sent").await;
+    browser.fill("code", "12345x").await;
+    browser.click("verify").await;
+    browser.wait_for_text("status", "attempts left").await;
+    app.stop().await;
+}
