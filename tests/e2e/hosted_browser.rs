@@ -1,4 +1,4 @@
-//! The hosted mandate page in a real browser (issue 14): headless Chromium with a virtual
+//! The hosted mandate and signing pages in a real browser (issues 14, 15): headless Chromium with a virtual
 //! platform authenticator (WebDriver's WebAuthn extension) asks for the emailed code, makes a
 //! passkey, asserts with it over the committed challenge, and authorises — or declines.
 //!
@@ -134,5 +134,84 @@ async fn the_hosted_page_authorises_and_declines_with_a_passkey_in_the_browser()
     browser.fill("code", "12345x").await;
     browser.click("verify").await;
     browser.wait_for_text("status", "attempts left").await;
+    app.stop().await;
+}
+
+/// The signing page (issue 15): the signer names their address, confirms it with the emailed
+/// code, gets the document, confirms with a passkey and signs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_signer_signs_on_the_hosted_page_with_a_passkey_in_the_browser() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.add_virtual_authenticator().await;
+    let (app, origin) = app_on_localhost().await;
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let email = PageVisitor::address();
+    // A one-page PDF, as the signature tests make them.
+    let pdf = b"%PDF-1.4\n1 0 obj<</Type/Catalog/Pages 2 0 R>>endobj\n2 0 obj<</Type/Pages/Kids[3 0 R]/Count 1>>endobj\n3 0 obj<</Type/Page/Parent 2 0 R/MediaBox[0 0 612 792]>>endobj\ntrailer<</Root 1 0 R>>\n%%EOF\n";
+    let body = json!({
+        "document": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, pdf),
+        "signers": [{"email": email, "name": "Ada Signer"}],
+    });
+    let bytes = serde_json::to_vec(&body).unwrap();
+    let created = app
+        .signed(
+            Method::POST,
+            "/v1/signature/documents",
+            &application.sandbox_key,
+            &application.secret,
+            &bytes,
+        )
+        .send()
+        .await
+        .unwrap();
+    let id = json(created, 201).await["data"]["signatureRequestId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    browser.navigate(&format!("{origin}/sign/{id}")).await;
+    browser.fill("email", &email).await;
+    browser.click("send").await;
+    browser.wait_for_text("status", "Code sent").await;
+    let code = app.last_message(&email).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    browser.fill("code", &code).await;
+    browser.click("verify").await;
+    browser.wait_for_text("status", "Address confirmed").await;
+    // The document is linked once the address is confirmed.
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let href = browser
+            .execute("var a = document.getElementById('document'); return a.hidden ? '' : a.href;")
+            .await;
+        if href.as_str().is_some_and(|href| href.starts_with("blob:")) {
+            break;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "no document link");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    browser.click("passkey").await;
+    browser.wait_for_text("status", "Passkey confirmed").await;
+    browser.click("approve").await;
+    browser.wait_for_text("status", "Signed.").await;
+    let response = app
+        .signed(
+            Method::GET,
+            &format!("/v1/signature/documents/{id}"),
+            &application.sandbox_key,
+            &application.secret,
+            b"",
+        )
+        .send()
+        .await
+        .unwrap();
+    let status = json(response, 200).await;
+    assert_eq!(status["data"]["status"], "completed");
+    assert_eq!(status["data"]["signers"][0]["biometricVerified"], true);
     app.stop().await;
 }

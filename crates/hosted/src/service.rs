@@ -327,6 +327,16 @@ impl HostedApprovals {
         Ok((target, email, record, token_hash))
     }
 
+    /// The address a live page token confirmed (for what a page shows only after the code, such
+    /// as a document to sign).
+    pub async fn confirmed_address(
+        &self,
+        purpose: &Purpose,
+        token: &str,
+    ) -> Result<EmailAddress, HostedError> {
+        Ok(self.confirmed(purpose, token).await?.1)
+    }
+
     /// Step 2a: options for `navigator.credentials.create` — a passkey for this decision.
     pub async fn passkey_registration(
         &self,

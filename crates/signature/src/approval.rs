@@ -15,7 +15,7 @@ use idconsent_kernel::{EmailAddress, Timestamp};
 use serde::Serialize;
 
 use crate::error::SignatureError;
-use crate::model::{Evidence, RequestStatus, SignatureRequest};
+use crate::model::{Evidence, RequestStatus, SignatureRequest, SignerStatus};
 use crate::service::{Answer, SignatureService};
 
 /// The purpose id of one signer of one request.
@@ -120,6 +120,14 @@ impl ApprovalTarget for SignatureApprovals {
                 "The signature request is {}",
                 status.as_str()
             )));
+        }
+        if request
+            .signer(&email)
+            .is_some_and(|signer| signer.status != SignerStatus::AwaitingSignature)
+        {
+            return Err(TargetError::NotPending(
+                "This signer has already answered".into(),
+            ));
         }
         let context = SignatureContext::of(&request, &email).ok_or(TargetError::NotFound)?;
         let context = serde_json::to_value(context)

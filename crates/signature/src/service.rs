@@ -9,6 +9,7 @@ use idconsent_kernel::{
     BlobStore, Clock, DisplayText, EmailAddress, Environment, IdGenerator, Nudge, Timestamp,
     ValidationErrors, WebUrl,
 };
+use idconsent_notification::{Address, NewMessage, NotificationSender};
 use idconsent_webhook::{Effects, EventType, Outbox};
 use sha2::{Digest, Sha256};
 
@@ -83,6 +84,7 @@ pub struct SignatureService {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     outbox_written: Option<Arc<dyn Nudge>>,
+    notifications: Arc<dyn NotificationSender>,
     settings: SignatureSettings,
 }
 
@@ -96,6 +98,8 @@ pub struct SignaturePorts {
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
     pub outbox_written: Option<Arc<dyn Nudge>>,
+    /// Emails each signer the signing page's link.
+    pub notifications: Arc<dyn NotificationSender>,
 }
 
 impl SignatureService {
@@ -108,6 +112,7 @@ impl SignatureService {
             clock: ports.clock,
             ids: ports.ids,
             outbox_written: ports.outbox_written,
+            notifications: ports.notifications,
             settings,
         }
     }
@@ -178,7 +183,36 @@ impl SignatureService {
             .await
             .map_err(SignatureError::unavailable)?;
         self.requests.create(&request, &Effects::default()).await?;
+        self.invite(&request).await;
         Ok(request)
+    }
+
+    /// Emails every signer the signing page's link. Best effort, after the request is stored:
+    /// the merchant has the same `signUrl`, and failing the create after the write would make a
+    /// retry store a second request.
+    async fn invite(&self, request: &SignatureRequest) {
+        let url = self.sign_url(request);
+        for signer in &request.signers {
+            let Ok(to) = Address::parse(signer.email.as_str()) else {
+                continue;
+            };
+            let _ = self
+                .notifications
+                .send(NewMessage {
+                    to,
+                    subject: "A document awaits your signature".into(),
+                    body: format!(
+                        "{}, you are asked to sign a document ({} page(s)). Review and sign it \
+                         before {}: {url}",
+                        signer.name,
+                        request.document_pages,
+                        request.expires_at.to_rfc3339()
+                    ),
+                    code: None,
+                    link: Some(url.clone()),
+                })
+                .await;
+        }
     }
 
     /// Base64 → bytes within the size limit → a PDF the certificate maker can extend.

@@ -120,4 +120,81 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         })
         .await;
     contract.event("", &completed);
+
+    // The hosted signing page's steps, for a second request's one signer.
+    let mut page_body = body.clone();
+    page_body["signers"] = json!([{"email": "cy@example.com", "name": "Cy Dee"}]);
+    let created = signed(
+        app,
+        &application,
+        Method::POST,
+        "/v1/signature/documents",
+        Some(&page_body),
+    )
+    .await;
+    let id = idconsent_e2e::json(created, 201).await["data"]["signatureRequestId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let page = format!("/sign/{id}");
+    let step = |path: &str, extra: serde_json::Value| {
+        let mut body = json!({"email": "cy@example.com"});
+        if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+            body.extend(extra.clone());
+        }
+        let url = format!("{page}{path}");
+        async move { app.post_json(&url, &body).await }
+    };
+    contract
+        .response("POST /sign/{id}/code", "", step("/code", json!({})).await)
+        .await;
+    let code = app.last_message("cy@example.com").await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let confirmed = contract
+        .response(
+            "POST /sign/{id}/code/verify",
+            "",
+            step("/code/verify", json!({"code": code})).await,
+        )
+        .await;
+    let token = confirmed["data"]["token"].as_str().unwrap().to_owned();
+    let options = contract
+        .response(
+            "POST /sign/{id}/passkey/registration",
+            "",
+            step("/passkey/registration", json!({"token": token})).await,
+        )
+        .await;
+    let mut passkey = idconsent_passkey_soft::SoftPasskey::new().unwrap();
+    let origin = idconsent_e2e::enduser::ORIGIN;
+    let credential = passkey
+        .register(origin, &json!({"publicKey": options["data"]["publicKey"]}))
+        .unwrap();
+    let started = contract
+        .response(
+            "POST /sign/{id}/passkey/assertion",
+            "",
+            step(
+                "/passkey/assertion",
+                json!({"token": token, "credential": credential}),
+            )
+            .await,
+        )
+        .await;
+    let assertion = passkey
+        .authenticate(origin, &json!({"publicKey": started["data"]["publicKey"]}))
+        .unwrap();
+    contract
+        .response(
+            "POST /sign/{id}/decision",
+            "",
+            step(
+                "/decision",
+                json!({"token": token, "decision": "approve", "credential": assertion}),
+            )
+            .await,
+        )
+        .await;
 }

@@ -12,9 +12,13 @@ use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
 mod documents;
+mod page;
 mod validation;
 
 use documents::{flipped_positions, pdf, pdfsig, pdftotext, pyhanko};
+use page::{
+    a_signer_declines_and_biometrics_can_be_waived, signers_sign_on_the_hosted_page_with_a_passkey,
+};
 use validation::{
     a_document_over_20_mib_is_refused_with_413, bad_documents_and_signers_are_refused,
 };
@@ -27,6 +31,8 @@ on_both_backends!(
     a_request_expires_when_its_time_is_up,
     concurrent_last_signatures_complete_once,
     a_create_is_idempotent,
+    signers_sign_on_the_hosted_page_with_a_passkey,
+    a_signer_declines_and_biometrics_can_be_waived,
 );
 
 pub(super) fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {

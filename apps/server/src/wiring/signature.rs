@@ -32,6 +32,7 @@ pub fn build(shared: &Shared) -> Result<Arc<SignatureService>, IdentityError> {
             clock: shared.clock.clone(),
             ids: shared.ids.clone(),
             outbox_written: Some(shared.outbox_written()),
+            notifications: shared.notifier.clone(),
         },
         SignatureSettings {
             allow_private_callbacks: config.webhooks.allow_private_callbacks,

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::page::{escape, html_page, unavailable_page};
+use super::page::{STEPS_STYLE, escape, html_page, steps_script, unavailable_page};
 use crate::context::AppContext;
 use crate::http::envelope::{Empty, Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -345,6 +345,7 @@ fn render_closed(status: &str) -> String {
 }
 
 fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
+    let script = steps_script(nonce);
     let merchant = escape(&text(&context["merchant"]));
     let application = escape(&text(&context["application"]));
     let kind = escape(&text(&context["mandateType"]).replace('_', " "));
@@ -377,20 +378,10 @@ fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
 <meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex">
 <title>Authorise a mandate</title>
-<style nonce="{nonce}">
-body{{margin:0;font:16px/1.5 system-ui,-apple-system,"Segoe UI",sans-serif;background:#f4f5f7;color:#1d2330}}
-main{{max-width:28rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:12px;box-shadow:0 1px 4px rgba(0,0,0,.12)}}
-h1{{margin:.2rem 0 1rem;font-size:1.3rem;overflow-wrap:anywhere}}
-.requester,.note{{color:#5a6272;font-size:.9rem}}
-section{{margin-top:1rem}}
-input{{font:inherit;padding:.4rem;width:8rem;letter-spacing:.2rem}}
-button{{font:inherit;padding:.5rem 1rem;margin:.2rem .2rem .2rem 0;border-radius:8px;border:1px solid #2457c5;background:#2457c5;color:#fff}}
-button.secondary{{background:#fff;color:#2457c5}}
-#status{{font-weight:600}}
-</style>
+<style nonce="{nonce}">{STEPS_STYLE}</style>
 </head>
 <body>
-<main id="mandate" data-base="/mandates/{id}">
+<main id="steps" data-base="/mandates/{id}" data-passkey="required" data-approved="Mandate authorised." data-declined="Mandate declined.">
 <p class="requester">{application} · {merchant}</p>
 <h1>Authorise a {kind}</h1>
 <p id="description">{description}</p>
@@ -413,93 +404,7 @@ button.secondary{{background:#fff;color:#2457c5}}
 </section>
 <p id="status" role="status" aria-live="polite"></p>
 </main>
-<script nonce="{nonce}">
-(function () {{
-  "use strict";
-  var base = document.getElementById("mandate").getAttribute("data-base");
-  var note = document.getElementById("status");
-  var token = null, assertion = null;
-  function $(id) {{ return document.getElementById(id); }}
-  function say(text) {{ note.textContent = text; }}
-  function post(path, body) {{
-    return fetch(base + path, {{
-      method: "POST", cache: "no-store", credentials: "omit",
-      headers: {{ "Content-Type": "application/json", Accept: "application/json" }},
-      body: JSON.stringify(body || {{}})
-    }}).then(function (response) {{
-      return response.json().then(function (json) {{
-        if (!response.ok) {{ throw new Error(json.message || ("HTTP " + response.status)); }}
-        return json.data || {{}};
-      }});
-    }});
-  }}
-  function fromB64(text) {{
-    var b64 = text.replace(/-/g, "+").replace(/_/g, "/");
-    while (b64.length % 4) {{ b64 += "="; }}
-    return Uint8Array.from(atob(b64), function (c) {{ return c.charCodeAt(0); }}).buffer;
-  }}
-  function toB64(buffer) {{
-    var bytes = new Uint8Array(buffer), text = "";
-    for (var i = 0; i < bytes.length; i++) {{ text += String.fromCharCode(bytes[i]); }}
-    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
-  }}
-  function ids(list) {{
-    return (list || []).map(function (c) {{ return Object.assign({{}}, c, {{ id: fromB64(c.id) }}); }});
-  }}
-  function credentialJson(credential) {{
-    var r = credential.response, response = {{ clientDataJSON: toB64(r.clientDataJSON) }};
-    if (r.attestationObject) {{ response.attestationObject = toB64(r.attestationObject); }}
-    if (r.authenticatorData) {{
-      response.authenticatorData = toB64(r.authenticatorData);
-      response.signature = toB64(r.signature);
-      if (r.userHandle) {{ response.userHandle = toB64(r.userHandle); }}
-    }}
-    return {{ id: credential.id, rawId: toB64(credential.rawId), type: credential.type,
-             response: response, extensions: {{}} }};
-  }}
-  $("send").addEventListener("click", function () {{
-    post("/code").then(function () {{ say("Code sent. Check your email."); }},
-                       function (e) {{ say(e.message); }});
-  }});
-  $("verify").addEventListener("click", function () {{
-    post("/code/verify", {{ code: $("code").value }}).then(function (data) {{
-      token = data.token;
-      $("step-code").hidden = true;
-      $("step-passkey").hidden = false;
-      say("Address confirmed.");
-    }}, function (e) {{ say(e.message); }});
-  }});
-  $("passkey").addEventListener("click", function () {{
-    post("/passkey/registration", {{ token: token }}).then(function (data) {{
-      var options = data.publicKey;
-      options.challenge = fromB64(options.challenge);
-      options.user = Object.assign({{}}, options.user, {{ id: fromB64(options.user.id) }});
-      options.excludeCredentials = ids(options.excludeCredentials);
-      return navigator.credentials.create({{ publicKey: options }});
-    }}).then(function (created) {{
-      return post("/passkey/assertion", {{ token: token, credential: credentialJson(created) }});
-    }}).then(function (data) {{
-      var options = data.publicKey;
-      options.challenge = fromB64(options.challenge);
-      options.allowCredentials = ids(options.allowCredentials);
-      return navigator.credentials.get({{ publicKey: options }});
-    }}).then(function (asserted) {{
-      assertion = credentialJson(asserted);
-      $("step-passkey").hidden = true;
-      $("step-decide").hidden = false;
-      say("Passkey confirmed.");
-    }}).catch(function (e) {{ say(e.message || String(e)); }});
-  }});
-  function decide(decision) {{
-    post("/decision", {{ token: token, decision: decision, credential: assertion }}).then(function (data) {{
-      $("step-decide").hidden = true;
-      say(data.status === "active" ? "Mandate authorised." : "Mandate declined.");
-    }}, function (e) {{ say(e.message); }});
-  }}
-  $("approve").addEventListener("click", function () {{ decide("approve"); }});
-  $("reject").addEventListener("click", function () {{ decide("reject"); }});
-}})();
-</script>
+{script}
 </body>
 </html>
 "#

@@ -1,13 +1,15 @@
 //! Hosted approval pages for email recipients (crate `idconsent-hosted`): a mandate addressed to
-//! an email address is decided at `{base}/mandates/{id}` — the page shows the terms, confirms
-//! the address with an emailed code, makes a passkey in the browser and asserts with it over a
-//! challenge committing to the terms, then approves or declines.
+//! an email address is decided at `{base}/mandates/{id}`, a signature request's signers sign at
+//! `{base}/sign/{id}` — the page shows what is asked, confirms the address with an emailed code,
+//! makes a passkey in the browser and asserts with it over a challenge committing to what is
+//! shown, then approves or declines.
 //!
 //! No authentication but the page token the emailed code buys: the id alone shows the terms (as
 //! the emailed link does) and decides nothing.
 
 mod mandate;
 pub mod page;
+mod signature;
 
 use idconsent_hosted::HostedError;
 use utoipa_actix_web::service_config::ServiceConfig;
@@ -21,7 +23,14 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(mandate::verify_code)
         .service(mandate::passkey_registration)
         .service(mandate::passkey_assertion)
-        .service(mandate::decide);
+        .service(mandate::decide)
+        .service(signature::page)
+        .service(signature::send_code)
+        .service(signature::verify_code)
+        .service(signature::document)
+        .service(signature::passkey_registration)
+        .service(signature::passkey_assertion)
+        .service(signature::decide);
 }
 
 impl From<HostedError> for ApiError {

@@ -70,3 +70,136 @@ pub fn escape(text: &str) -> String {
     }
     out
 }
+
+/// The steps every hosted approval page runs (emailed code, passkey, decision), driven by the
+/// `#steps` element's data attributes: `data-base` (the page's path), `data-passkey`
+/// (`required` or `none`), `data-approved` / `data-declined` (what to say after). A page with
+/// an `#email` input sends the address with every step; one with a `#document` link gets the
+/// document once the address is confirmed.
+pub fn steps_script(nonce: &str) -> String {
+    format!(
+        r#"<script nonce="{nonce}">
+(function () {{
+  "use strict";
+  var root = document.getElementById("steps");
+  var base = root.getAttribute("data-base");
+  var passkeyRequired = root.getAttribute("data-passkey") === "required";
+  var note = document.getElementById("status");
+  var token = null, assertion = null;
+  function $(id) {{ return document.getElementById(id); }}
+  function say(text) {{ note.textContent = text; }}
+  // Pages where the visitor says who they are (a signer) send their address with every step.
+  function who(body) {{
+    var email = $("email");
+    return Object.assign(email ? {{ email: email.value.trim() }} : {{}}, body || {{}});
+  }}
+  function post(path, body) {{
+    return fetch(base + path, {{
+      method: "POST", cache: "no-store", credentials: "omit",
+      headers: {{ "Content-Type": "application/json", Accept: "application/json" }},
+      body: JSON.stringify(who(body))
+    }}).then(function (response) {{
+      return response.json().then(function (json) {{
+        if (!response.ok) {{ throw new Error(json.message || ("HTTP " + response.status)); }}
+        return json.data || {{}};
+      }});
+    }});
+  }}
+  function fromB64(text) {{
+    var b64 = text.replace(/-/g, "+").replace(/_/g, "/");
+    while (b64.length % 4) {{ b64 += "="; }}
+    return Uint8Array.from(atob(b64), function (c) {{ return c.charCodeAt(0); }}).buffer;
+  }}
+  function toB64(buffer) {{
+    var bytes = new Uint8Array(buffer), text = "";
+    for (var i = 0; i < bytes.length; i++) {{ text += String.fromCharCode(bytes[i]); }}
+    return btoa(text).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+  }}
+  function ids(list) {{
+    return (list || []).map(function (c) {{ return Object.assign({{}}, c, {{ id: fromB64(c.id) }}); }});
+  }}
+  function credentialJson(credential) {{
+    var r = credential.response, response = {{ clientDataJSON: toB64(r.clientDataJSON) }};
+    if (r.attestationObject) {{ response.attestationObject = toB64(r.attestationObject); }}
+    if (r.authenticatorData) {{
+      response.authenticatorData = toB64(r.authenticatorData);
+      response.signature = toB64(r.signature);
+      if (r.userHandle) {{ response.userHandle = toB64(r.userHandle); }}
+    }}
+    return {{ id: credential.id, rawId: toB64(credential.rawId), type: credential.type,
+             response: response, extensions: {{}} }};
+  }}
+  $("send").addEventListener("click", function () {{
+    post("/code").then(function () {{ say("Code sent. Check your email."); }},
+                       function (e) {{ say(e.message); }});
+  }});
+  $("verify").addEventListener("click", function () {{
+    post("/code/verify", {{ code: $("code").value }}).then(function (data) {{
+      token = data.token;
+      $("step-code").hidden = true;
+      $(passkeyRequired ? "step-passkey" : "step-decide").hidden = false;
+      say("Address confirmed.");
+      if ($("document")) {{ showDocument(); }}
+    }}, function (e) {{ say(e.message); }});
+  }});
+  $("passkey").addEventListener("click", function () {{
+    post("/passkey/registration", {{ token: token }}).then(function (data) {{
+      var options = data.publicKey;
+      options.challenge = fromB64(options.challenge);
+      options.user = Object.assign({{}}, options.user, {{ id: fromB64(options.user.id) }});
+      options.excludeCredentials = ids(options.excludeCredentials);
+      return navigator.credentials.create({{ publicKey: options }});
+    }}).then(function (created) {{
+      return post("/passkey/assertion", {{ token: token, credential: credentialJson(created) }});
+    }}).then(function (data) {{
+      var options = data.publicKey;
+      options.challenge = fromB64(options.challenge);
+      options.allowCredentials = ids(options.allowCredentials);
+      return navigator.credentials.get({{ publicKey: options }});
+    }}).then(function (asserted) {{
+      assertion = credentialJson(asserted);
+      $("step-passkey").hidden = true;
+      $("step-decide").hidden = false;
+      say("Passkey confirmed.");
+    }}).catch(function (e) {{ say(e.message || String(e)); }});
+  }});
+  // The document is shown only to a confirmed signer: fetched with the token.
+  function showDocument() {{
+    fetch(base + "/document", {{
+      method: "POST", cache: "no-store", credentials: "omit",
+      headers: {{ "Content-Type": "application/json" }},
+      body: JSON.stringify(who({{ token: token }}))
+    }}).then(function (response) {{
+      return response.ok ? response.blob() : Promise.reject(new Error("HTTP " + response.status));
+    }}).then(function (pdf) {{
+      var link = $("document");
+      link.href = URL.createObjectURL(pdf);
+      link.hidden = false;
+    }}).catch(function (e) {{ say(e.message); }});
+  }}
+  function decide(decision) {{
+    post("/decision", {{ token: token, decision: decision, credential: assertion }}).then(function (data) {{
+      $("step-decide").hidden = true;
+      say(decision === "approve" ? root.getAttribute("data-approved")
+                                 : root.getAttribute("data-declined"));
+    }}, function (e) {{ say(e.message); }});
+  }}
+  $("approve").addEventListener("click", function () {{ decide("approve"); }});
+  $("reject").addEventListener("click", function () {{ decide("reject"); }});
+}})();
+</script>"#
+    )
+}
+
+/// Styles of the pages that use [`steps_script`].
+pub const STEPS_STYLE: &str = "\
+body{margin:0;font:16px/1.5 system-ui,-apple-system,\"Segoe UI\",sans-serif;background:#f4f5f7;color:#1d2330}\
+main{max-width:28rem;margin:2rem auto;padding:1.5rem;background:#fff;border-radius:12px;box-shadow:0 1px 4px rgba(0,0,0,.12)}\
+h1{margin:.2rem 0 1rem;font-size:1.3rem;overflow-wrap:anywhere}\
+.requester,.note{color:#5a6272;font-size:.9rem}\
+section{margin-top:1rem}\
+input{font:inherit;padding:.4rem;max-width:100%}\
+#code{width:8rem;letter-spacing:.2rem}\
+button{font:inherit;padding:.5rem 1rem;margin:.2rem .2rem .2rem 0;border-radius:8px;border:1px solid #2457c5;background:#2457c5;color:#fff}\
+button.secondary{background:#fff;color:#2457c5}\
+#status{font-weight:600}";

@@ -1,0 +1,422 @@
+//! `{base}/sign/{id}`: the hosted signing page of a signature request (issue 15), and the JSON
+//! steps its script calls. The signer names their address in the code step: every step carries
+//! it, and the purpose is `signature` with id `sr_…:<address>` (one confirmation per signer).
+//! The document is served only to a confirmed signer (with the page token).
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, USER_AGENT};
+use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use idconsent_approval::{Decision, Purpose, PurposeKind};
+use idconsent_hosted::{Answer, Client, HostedError};
+use idconsent_kernel::{OsRandom, RandomSource, ValidationErrors};
+use idconsent_signature::{RequestStatus, SignatureError, SignatureRequest};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::page::{STEPS_STYLE, escape, hardened, html_page, steps_script, unavailable_page};
+use crate::context::AppContext;
+use crate::http::envelope::{Empty, Envelope, respond};
+use crate::http::error::{ApiError, ErrorBody};
+use crate::http::extract::ApiJson;
+use crate::http::send_limits;
+
+/// The purpose of one signer of one request.
+fn purpose(id: &str, email: &str) -> Purpose {
+    Purpose::new(PurposeKind::Signature, format!("{id}:{}", email.trim()))
+}
+
+async fn request(context: &AppContext, id: &str) -> Result<SignatureRequest, ApiError> {
+    context
+        .signatures
+        .load(id)
+        .await
+        .map_err(|error| match error {
+            SignatureError::NotFound(_) => ApiError::not_found("Not found"),
+            other => other.into(),
+        })
+}
+
+/// The signing page: the document's fingerprint and size, then the steps (your address and the
+/// emailed code, a passkey when the request requires one, Sign or Decline). A request no longer
+/// pending shows what it is now (409).
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    responses(
+        (status = 200, description = "The page (HTML, strict Content-Security-Policy)", content_type = "text/html", body = String),
+        (status = 404, description = "No such signature request", body = ErrorBody),
+        (status = 409, description = "No longer pending (HTML)", content_type = "text/html", body = String)
+    )
+)]
+#[get("/sign/{id}")]
+pub async fn page(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let nonce = (&OsRandom as &dyn RandomSource).hex(16);
+    let request = match request(&context, &id).await {
+        Ok(request) => request,
+        Err(error) if error.is_unavailable() => return Ok(unavailable_page()),
+        Err(error) => return Err(error),
+    };
+    let status = request.status_at(context.signatures.now());
+    if status != RequestStatus::Pending {
+        let mut response = html_page(&nonce, render_closed(status.as_str()));
+        *response.status_mut() = StatusCode::CONFLICT;
+        return Ok(response);
+    }
+    Ok(html_page(&nonce, render(&request, &nonce)))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignerBody {
+    /// The signer's address, as the request names it.
+    email: String,
+}
+
+/// Emails a 6-digit code to a signer of the request (one a minute; none while locked after five
+/// wrong codes). An address that is not a signer is 404.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    request_body = SignerBody,
+    responses(
+        (status = 202, description = "Code sent", body = Envelope<Empty>),
+        (status = 404, description = "No such request or signer", body = ErrorBody),
+        (status = 409, description = "No longer pending, or this signer already answered", body = ErrorBody),
+        (status = 429, description = "Sent less than a minute ago, locked, or too many sends; see Retry-After", body = ErrorBody)
+    )
+)]
+#[post("/sign/{id}/code")]
+pub async fn send_code(
+    context: web::Data<AppContext>,
+    req: HttpRequest,
+    id: web::Path<String>,
+    body: ApiJson<SignerBody>,
+) -> Result<HttpResponse, ApiError> {
+    send_limits::admit(&context, &req, None).await?;
+    context
+        .hosted
+        .send_code(&purpose(&id, &body.0.email))
+        .await?;
+    Ok(respond(StatusCode::ACCEPTED, "Code sent", Empty {}))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignerCodeBody {
+    email: String,
+    code: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SignerToken {
+    /// Proves the signer's address for 15 minutes and one answer.
+    token: String,
+}
+
+/// Checks the emailed code; a right one returns the page token (five attempts, then locked for
+/// 15 minutes).
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    request_body = SignerCodeBody,
+    responses(
+        (status = 200, description = "The page token", body = Envelope<SignerToken>),
+        (status = 401, description = "Wrong or expired code", body = ErrorBody),
+        (status = 429, description = "Locked after five wrong codes; see Retry-After", body = ErrorBody)
+    )
+)]
+#[post("/sign/{id}/code/verify")]
+pub async fn verify_code(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<SignerCodeBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let token = context
+        .hosted
+        .verify_code(&purpose(&id, &body.email), &body.code)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "Address confirmed",
+        SignerToken { token },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignerTokenBody {
+    email: String,
+    token: String,
+}
+
+/// The uploaded document, for a confirmed signer only.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    request_body = SignerTokenBody,
+    responses(
+        (status = 200, description = "The PDF as uploaded", content_type = "application/pdf", body = Vec<u8>),
+        (status = 401, description = "No live page token", body = ErrorBody)
+    )
+)]
+#[post("/sign/{id}/document")]
+pub async fn document(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<SignerTokenBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    context
+        .hosted
+        .confirmed_address(&purpose(&id, &body.email), &body.token)
+        .await?;
+    let request = request(&context, &id).await?;
+    let pdf = context.signatures.document(&request).await?;
+    Ok(hardened(HttpResponse::Ok())
+        .insert_header((CONTENT_TYPE, "application/pdf"))
+        .insert_header((
+            CONTENT_DISPOSITION,
+            format!("inline; filename=\"{}.pdf\"", request.id),
+        ))
+        .body(pdf))
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignerCreationOptions {
+    /// For `navigator.credentials.create` (WebAuthn JSON, user verification required).
+    #[schema(value_type = Object)]
+    public_key: Value,
+}
+
+/// Options to make a passkey for this signature in the browser.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    request_body = SignerTokenBody,
+    responses(
+        (status = 200, description = "Creation options", body = Envelope<SignerCreationOptions>),
+        (status = 401, description = "No live page token", body = ErrorBody)
+    )
+)]
+#[post("/sign/{id}/passkey/registration")]
+pub async fn passkey_registration(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<SignerTokenBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let options = context
+        .hosted
+        .passkey_registration(&purpose(&id, &body.email), &body.token)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "ok",
+        SignerCreationOptions {
+            public_key: options["publicKey"].clone(),
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignerCredentialBody {
+    email: String,
+    token: String,
+    #[schema(value_type = Object)]
+    credential: Value,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SignerAssertionOptions {
+    /// For `navigator.credentials.get`: the challenge commits to `context` (the document's
+    /// SHA-256 and the signer).
+    #[schema(value_type = Object)]
+    public_key: Value,
+    #[schema(value_type = Object)]
+    context: Value,
+    context_hash: String,
+    nonce: String,
+}
+
+/// Keeps the new passkey and returns assertion options over the document and the signer.
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    request_body = SignerCredentialBody,
+    responses(
+        (status = 200, description = "Assertion options", body = Envelope<SignerAssertionOptions>),
+        (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody)
+    )
+)]
+#[post("/sign/{id}/passkey/assertion")]
+pub async fn passkey_assertion(
+    context: web::Data<AppContext>,
+    id: web::Path<String>,
+    body: ApiJson<SignerCredentialBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let started = context
+        .hosted
+        .passkey_assertion(&purpose(&id, &body.email), &body.token, &body.credential)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "ok",
+        SignerAssertionOptions {
+            public_key: started.options["publicKey"].clone(),
+            context: started.context,
+            context_hash: started.context_hash,
+            nonce: started.nonce,
+        },
+    ))
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct SignerDecisionBody {
+    email: String,
+    token: String,
+    /// `approve` (sign) or `reject` (decline).
+    decision: String,
+    /// The assertion of the passkey step; required when the request requires biometrics.
+    #[serde(default)]
+    #[schema(value_type = Option<Object>)]
+    credential: Option<Value>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SignerAnswered {
+    /// The request's status now: `pending` (others still to sign), `completed` or `declined`.
+    status: String,
+}
+
+/// Signs or declines, once per page token; with `requireBiometric` only with the passkey's
+/// assertion. The last signature completes the request (`signature.completed`).
+#[utoipa::path(
+    tag = "hosted",
+    params(("id" = String, Path, description = "`sr_…`")),
+    request_body = SignerDecisionBody,
+    responses(
+        (status = 200, description = "Answered", body = Envelope<SignerAnswered>),
+        (status = 401, description = "No live page token, or the passkey step is missing or did not verify", body = ErrorBody),
+        (status = 409, description = "No longer pending, or this signer already answered", body = ErrorBody),
+        (status = 422, description = "Unknown decision", body = ErrorBody)
+    )
+)]
+#[post("/sign/{id}/decision")]
+pub async fn decide(
+    context: web::Data<AppContext>,
+    req: HttpRequest,
+    id: web::Path<String>,
+    body: ApiJson<SignerDecisionBody>,
+) -> Result<HttpResponse, ApiError> {
+    let body = body.0;
+    let decision = match body.decision.as_str() {
+        "approve" => Decision::Approve,
+        "reject" => Decision::Reject,
+        _ => {
+            return Err(ApiError::validation(ValidationErrors::single(
+                "decision",
+                "must be approve or reject",
+            )));
+        }
+    };
+    let request = request(&context, &id).await?;
+    let client = Client {
+        ip_address: req.peer_addr().map(|peer| peer.ip().to_string()),
+        user_agent: req
+            .headers()
+            .get(USER_AGENT)
+            .and_then(|value| value.to_str().ok())
+            .map(|agent| agent.chars().take(300).collect()),
+    };
+    let status = context
+        .hosted
+        .decide(
+            &purpose(&id, &body.email),
+            &body.token,
+            Answer {
+                decision,
+                assertion: body.credential.as_ref(),
+                passkey_required: request.require_biometric,
+                client,
+            },
+            &|_| idconsent_approval::Effects::default(),
+        )
+        .await
+        .map_err(|error| match error {
+            HostedError::NotFound => ApiError::not_found("No such signer on this request"),
+            other => other.into(),
+        })?;
+    Ok(respond(
+        StatusCode::OK,
+        "Answered",
+        SignerAnswered { status },
+    ))
+}
+
+fn render_closed(status: &str) -> String {
+    format!(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>Signature request</title></head><body><main><h1>Nothing to sign</h1>\
+         <p id=\"closed\">This signature request is {}.</p></main></body></html>\n",
+        escape(status)
+    )
+}
+
+fn render(request: &SignatureRequest, nonce: &str) -> String {
+    let script = steps_script(nonce);
+    let id = escape(request.id.as_str());
+    let passkey = if request.require_biometric {
+        "required"
+    } else {
+        "none"
+    };
+    let signers = request.signers.len();
+    let pages = request.document_pages;
+    let sha256 = escape(&request.document_sha256);
+    let expires = escape(&request.expires_at.to_rfc3339());
+    format!(
+        r#"<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex">
+<title>Sign a document</title>
+<style nonce="{nonce}">{STEPS_STYLE}</style>
+</head>
+<body>
+<main id="steps" data-base="/sign/{id}" data-passkey="{passkey}" data-approved="Signed." data-declined="Declined.">
+<h1>Sign a document</h1>
+<p>A PDF of {pages} page(s) awaits {signers} signer(s), until {expires}.</p>
+<p class="note">Its SHA-256 fingerprint: <code id="sha256">{sha256}</code></p>
+<section id="step-code">
+<p><label>Your email address <input id="email" type="email" autocomplete="email"></label></p>
+<button id="send">Email me a code</button>
+<p><label>Code <input id="code" inputmode="numeric" autocomplete="one-time-code" maxlength="6"></label>
+<button id="verify">Confirm</button></p>
+</section>
+<p><a id="document" hidden target="_blank" rel="noopener">Open the document</a></p>
+<section id="step-passkey" hidden>
+<p>Confirm with a passkey on this device (fingerprint, face or screen lock).</p>
+<button id="passkey">Use a passkey</button>
+</section>
+<section id="step-decide" hidden>
+<p>Do you sign this document?</p>
+<button id="approve">Sign</button>
+<button id="reject" class="secondary">Decline</button>
+</section>
+<p id="status" role="status" aria-live="polite"></p>
+</main>
+{script}
+</body>
+</html>
+"#
+    )
+}
