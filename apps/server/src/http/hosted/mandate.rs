@@ -3,19 +3,21 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
-use idconsent_approval::{Decision, Purpose, PurposeKind};
-use idconsent_hosted::{Answer, Client, HostedError};
+use idconsent_approval::{Purpose, PurposeKind};
+use idconsent_hosted::HostedError;
 use idconsent_kernel::{OsRandom, RandomSource};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::page::{STEPS_STYLE, escape, html_page, steps_script, unavailable_page};
+use super::steps::{
+    self, HostedAssertionOptions, HostedCreationOptions, HostedDecision, HostedPageToken,
+};
 use crate::context::AppContext;
-use crate::http::envelope::{Empty, Envelope, respond};
+use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use crate::http::send_limits;
 
 fn purpose(id: &str) -> Purpose {
     Purpose::new(PurposeKind::Mandate, id)
@@ -76,21 +78,13 @@ pub async fn send_code(
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(&context, &req, None).await?;
-    context.hosted.send_code(&purpose(&id)).await?;
-    Ok(respond(StatusCode::ACCEPTED, "Code sent", Empty {}))
+    steps::send_code(&context, &req, &purpose(&id)).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct HostedCodeBody {
     /// The 6 digits from the email.
     code: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HostedPageToken {
-    /// Proves the address for 15 minutes and one decision; send it with the next steps.
-    token: String,
 }
 
 /// Checks the emailed code; a right one returns the page token. Each guess takes one of five
@@ -111,28 +105,12 @@ pub async fn verify_code(
     id: web::Path<String>,
     body: ApiJson<HostedCodeBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let token = context
-        .hosted
-        .verify_code(&purpose(&id), &body.0.code)
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "Address confirmed",
-        HostedPageToken { token },
-    ))
+    steps::verify_code(&context, &purpose(&id), &body.0.code).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct HostedTokenBody {
     token: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HostedCreationOptions {
-    /// For `navigator.credentials.create` (WebAuthn JSON, user verification required).
-    #[schema(value_type = Object)]
-    public_key: Value,
 }
 
 /// Options to make a passkey for this decision in the browser.
@@ -151,17 +129,7 @@ pub async fn passkey_registration(
     id: web::Path<String>,
     body: ApiJson<HostedTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let options = context
-        .hosted
-        .passkey_registration(&purpose(&id), &body.0.token)
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "ok",
-        HostedCreationOptions {
-            public_key: options["publicKey"].clone(),
-        },
-    ))
+    steps::passkey_registration(&context, &purpose(&id), &body.0.token).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -170,19 +138,6 @@ pub struct HostedCredentialBody {
     /// The `PublicKeyCredential` (WebAuthn JSON).
     #[schema(value_type = Object)]
     credential: Value,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct HostedAssertionOptions {
-    /// For `navigator.credentials.get`: the challenge commits to `context`.
-    #[schema(value_type = Object)]
-    public_key: Value,
-    /// What is being decided, exactly as committed to.
-    #[schema(value_type = Object)]
-    context: Value,
-    context_hash: String,
-    nonce: String,
 }
 
 /// Keeps the new passkey and returns assertion options whose challenge commits to the mandate's
@@ -203,20 +158,7 @@ pub async fn passkey_assertion(
     body: ApiJson<HostedCredentialBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let started = context
-        .hosted
-        .passkey_assertion(&purpose(&id), &body.token, &body.credential)
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "ok",
-        HostedAssertionOptions {
-            public_key: started.options["publicKey"].clone(),
-            context: started.context,
-            context_hash: started.context_hash,
-            nonce: started.nonce,
-        },
-    ))
+    steps::passkey_assertion(&context, &purpose(&id), &body.token, &body.credential).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -229,12 +171,6 @@ pub struct HostedDecisionBody {
     credential: Value,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct HostedDecision {
-    /// The mandate's status now: `active` or `cancelled`.
-    status: String,
-}
-
 /// Approves (`active`, `mandate.signed`) or declines (`cancelled`) with the passkey's
 /// assertion; once per page token. 409 when the mandate changed since the challenge.
 #[utoipa::path(
@@ -242,7 +178,7 @@ pub struct HostedDecision {
     params(("id" = String, Path, description = "`md_…`")),
     request_body = HostedDecisionBody,
     responses(
-        (status = 200, description = "HostedDecision", body = Envelope<HostedDecision>),
+        (status = 200, description = "Decided", body = Envelope<HostedDecision>),
         (status = 401, description = "No live page token, or the assertion did not verify", body = ErrorBody),
         (status = 409, description = "No longer awaiting authorisation, or changed since the challenge", body = ErrorBody),
         (status = 422, description = "Unknown decision", body = ErrorBody)
@@ -256,42 +192,18 @@ pub async fn decide(
     body: ApiJson<HostedDecisionBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let decision = match body.decision.as_str() {
-        "approve" => Decision::Approve,
-        "reject" => Decision::Reject,
-        _ => {
-            return Err(ApiError::validation(
-                idconsent_kernel::ValidationErrors::single("decision", "must be approve or reject"),
-            ));
-        }
-    };
-    let client = Client {
-        ip_address: req.peer_addr().map(|peer| peer.ip().to_string()),
-        user_agent: req
-            .headers()
-            .get(actix_web::http::header::USER_AGENT)
-            .and_then(|value| value.to_str().ok())
-            .map(|agent| agent.chars().take(300).collect()),
-    };
-    let status = context
-        .hosted
-        .decide(
-            &purpose(&id),
-            &body.token,
-            Answer {
-                decision,
-                assertion: Some(&body.credential),
-                passkey_required: true,
-                client,
-            },
-            &|_| idconsent_approval::Effects::default(),
-        )
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "HostedDecision",
-        HostedDecision { status },
-    ))
+    let purpose = purpose(&id);
+    let credential = Some(&body.credential);
+    steps::decide(
+        &context,
+        &req,
+        &purpose,
+        &body.token,
+        &body.decision,
+        credential,
+        true,
+    )
+    .await
 }
 
 /// `ann@example.com` → `a••@example.com`: the page names the address without spelling it out.

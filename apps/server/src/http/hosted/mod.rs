@@ -10,6 +10,7 @@
 mod mandate;
 pub mod page;
 mod signature;
+mod steps;
 
 use idconsent_hosted::HostedError;
 use utoipa_actix_web::service_config::ServiceConfig;

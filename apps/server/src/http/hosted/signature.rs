@@ -4,22 +4,23 @@
 //! The document is served only to a confirmed signer (with the page token).
 
 use actix_web::http::StatusCode;
-use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE, USER_AGENT};
+use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
-use idconsent_approval::{Decision, Purpose, PurposeKind};
-use idconsent_hosted::{Answer, Client, HostedError};
-use idconsent_kernel::{OsRandom, RandomSource, ValidationErrors};
+use idconsent_approval::{Purpose, PurposeKind};
+use idconsent_kernel::{OsRandom, RandomSource};
 use idconsent_signature::{RequestStatus, SignatureError, SignatureRequest};
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::page::{STEPS_STYLE, escape, hardened, html_page, steps_script, unavailable_page};
+use super::steps::{
+    self, HostedAssertionOptions, HostedCreationOptions, HostedDecision, HostedPageToken,
+};
 use crate::context::AppContext;
-use crate::http::envelope::{Empty, Envelope, respond};
+use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use crate::http::send_limits;
 
 /// The purpose of one signer of one request.
 fn purpose(id: &str, email: &str) -> Purpose {
@@ -95,24 +96,13 @@ pub async fn send_code(
     id: web::Path<String>,
     body: ApiJson<SignerBody>,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(&context, &req, None).await?;
-    context
-        .hosted
-        .send_code(&purpose(&id, &body.0.email))
-        .await?;
-    Ok(respond(StatusCode::ACCEPTED, "Code sent", Empty {}))
+    steps::send_code(&context, &req, &purpose(&id, &body.0.email)).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SignerCodeBody {
     email: String,
     code: String,
-}
-
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SignerToken {
-    /// Proves the signer's address for 15 minutes and one answer.
-    token: String,
 }
 
 /// Checks the emailed code; a right one returns the page token (five attempts, then locked for
@@ -122,7 +112,7 @@ pub struct SignerToken {
     params(("id" = String, Path, description = "`sr_…`")),
     request_body = SignerCodeBody,
     responses(
-        (status = 200, description = "The page token", body = Envelope<SignerToken>),
+        (status = 200, description = "The page token", body = Envelope<HostedPageToken>),
         (status = 401, description = "Wrong or expired code", body = ErrorBody),
         (status = 429, description = "Locked after five wrong codes; see Retry-After", body = ErrorBody)
     )
@@ -134,15 +124,7 @@ pub async fn verify_code(
     body: ApiJson<SignerCodeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let token = context
-        .hosted
-        .verify_code(&purpose(&id, &body.email), &body.code)
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "Address confirmed",
-        SignerToken { token },
-    ))
+    steps::verify_code(&context, &purpose(&id, &body.email), &body.code).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -183,21 +165,13 @@ pub async fn document(
         .body(pdf))
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SignerCreationOptions {
-    /// For `navigator.credentials.create` (WebAuthn JSON, user verification required).
-    #[schema(value_type = Object)]
-    public_key: Value,
-}
-
 /// Options to make a passkey for this signature in the browser.
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
     request_body = SignerTokenBody,
     responses(
-        (status = 200, description = "Creation options", body = Envelope<SignerCreationOptions>),
+        (status = 200, description = "Creation options", body = Envelope<HostedCreationOptions>),
         (status = 401, description = "No live page token", body = ErrorBody)
     )
 )]
@@ -208,17 +182,7 @@ pub async fn passkey_registration(
     body: ApiJson<SignerTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let options = context
-        .hosted
-        .passkey_registration(&purpose(&id, &body.email), &body.token)
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "ok",
-        SignerCreationOptions {
-            public_key: options["publicKey"].clone(),
-        },
-    ))
+    steps::passkey_registration(&context, &purpose(&id, &body.email), &body.token).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -229,26 +193,13 @@ pub struct SignerCredentialBody {
     credential: Value,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "camelCase")]
-pub struct SignerAssertionOptions {
-    /// For `navigator.credentials.get`: the challenge commits to `context` (the document's
-    /// SHA-256 and the signer).
-    #[schema(value_type = Object)]
-    public_key: Value,
-    #[schema(value_type = Object)]
-    context: Value,
-    context_hash: String,
-    nonce: String,
-}
-
 /// Keeps the new passkey and returns assertion options over the document and the signer.
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
     request_body = SignerCredentialBody,
     responses(
-        (status = 200, description = "Assertion options", body = Envelope<SignerAssertionOptions>),
+        (status = 200, description = "Assertion options", body = Envelope<HostedAssertionOptions>),
         (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody)
     )
 )]
@@ -259,20 +210,8 @@ pub async fn passkey_assertion(
     body: ApiJson<SignerCredentialBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let started = context
-        .hosted
-        .passkey_assertion(&purpose(&id, &body.email), &body.token, &body.credential)
-        .await?;
-    Ok(respond(
-        StatusCode::OK,
-        "ok",
-        SignerAssertionOptions {
-            public_key: started.options["publicKey"].clone(),
-            context: started.context,
-            context_hash: started.context_hash,
-            nonce: started.nonce,
-        },
-    ))
+    let purpose = purpose(&id, &body.email);
+    steps::passkey_assertion(&context, &purpose, &body.token, &body.credential).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -287,12 +226,6 @@ pub struct SignerDecisionBody {
     credential: Option<Value>,
 }
 
-#[derive(Debug, Serialize, ToSchema)]
-pub struct SignerAnswered {
-    /// The request's status now: `pending` (others still to sign), `completed` or `declined`.
-    status: String,
-}
-
 /// Signs or declines, once per page token; with `requireBiometric` only with the passkey's
 /// assertion. The last signature completes the request (`signature.completed`).
 #[utoipa::path(
@@ -300,7 +233,7 @@ pub struct SignerAnswered {
     params(("id" = String, Path, description = "`sr_…`")),
     request_body = SignerDecisionBody,
     responses(
-        (status = 200, description = "Answered", body = Envelope<SignerAnswered>),
+        (status = 200, description = "Answered", body = Envelope<HostedDecision>),
         (status = 401, description = "No live page token, or the passkey step is missing or did not verify", body = ErrorBody),
         (status = 409, description = "No longer pending, or this signer already answered", body = ErrorBody),
         (status = 422, description = "Unknown decision", body = ErrorBody)
@@ -314,48 +247,26 @@ pub async fn decide(
     body: ApiJson<SignerDecisionBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let decision = match body.decision.as_str() {
-        "approve" => Decision::Approve,
-        "reject" => Decision::Reject,
-        _ => {
-            return Err(ApiError::validation(ValidationErrors::single(
-                "decision",
-                "must be approve or reject",
-            )));
-        }
-    };
     let request = request(&context, &id).await?;
-    let client = Client {
-        ip_address: req.peer_addr().map(|peer| peer.ip().to_string()),
-        user_agent: req
-            .headers()
-            .get(USER_AGENT)
-            .and_then(|value| value.to_str().ok())
-            .map(|agent| agent.chars().take(300).collect()),
-    };
-    let status = context
-        .hosted
-        .decide(
-            &purpose(&id, &body.email),
-            &body.token,
-            Answer {
-                decision,
-                assertion: body.credential.as_ref(),
-                passkey_required: request.require_biometric,
-                client,
-            },
-            &|_| idconsent_approval::Effects::default(),
-        )
-        .await
-        .map_err(|error| match error {
-            HostedError::NotFound => ApiError::not_found("No such signer on this request"),
-            other => other.into(),
-        })?;
-    Ok(respond(
-        StatusCode::OK,
-        "Answered",
-        SignerAnswered { status },
-    ))
+    let purpose = purpose(&id, &body.email);
+    let credential = body.credential.as_ref();
+    steps::decide(
+        &context,
+        &req,
+        &purpose,
+        &body.token,
+        &body.decision,
+        credential,
+        request.require_biometric,
+    )
+    .await
+    .map_err(|error| {
+        if actix_web::ResponseError::status_code(&error) == StatusCode::NOT_FOUND {
+            ApiError::not_found("No such signer on this request")
+        } else {
+            error
+        }
+    })
 }
 
 fn render_closed(status: &str) -> String {
