@@ -22,6 +22,7 @@
 #        SERVER_LOG=… (keep the server's log there; IDC_LOG picks what it holds)
 #        IDCONSENT_BIN=… (measure this server binary instead of the one just built, e.g. a copy
 #        of another commit's, to compare two builds in alternating runs)
+#        SKIP_BUILD=1 (use the release binaries already in $CARGO_TARGET_DIR as they are)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,8 +43,10 @@ RECEIVER_PORT=${RECEIVER_PORT:-18090}
 MEASURE_FLAG=${MEASURE_FLAG-/tmp/idc-measuring}
 export IDC_HTTP_WORKERS=${IDC_HTTP_WORKERS:-1}
 
-echo "==> building the release binary and the load generator"
-cargo build --release -q -p idconsent-server -p idconsent-e2e --bin idconsent --bin loadgen
+if [ -z "${SKIP_BUILD:-}" ]; then
+  echo "==> building the release binary and the load generator"
+  cargo build --release -q -p idconsent-server -p idconsent-e2e --bin idconsent --bin loadgen
+fi
 TARGET=${CARGO_TARGET_DIR:-target}
 SERVER_BIN=${IDCONSENT_BIN:-$TARGET/release/idconsent}
 

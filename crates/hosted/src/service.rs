@@ -91,6 +91,8 @@ impl From<TargetError> for HostedError {
         match error {
             TargetError::NotFound => HostedError::NotFound,
             TargetError::NotPending(message) => HostedError::NotPending(message),
+            // Only a decision charges a quota, and `decide` maps it with the real retry time;
+            // describing an object never does.
             TargetError::Quota(quota) => HostedError::Quota {
                 quota,
                 retry_after_secs: 3600,
