@@ -5,6 +5,7 @@
 #   scripts/load.sh oauth-exchange   signed POST /v1/oauth/token (issue 6)
 #   scripts/load.sh mandates         signed POST /v1/service/mandates (issue 14)
 #   scripts/load.sh qr-image         GET /v1/qr/{id}/image, no auth (issue 14)
+#   scripts/load.sh signatures       signed POST /v1/signature/documents, 1 MiB PDF (issue 15)
 #
 # The server runs pinned to core 0, the load generator (tests/src/bin/loadgen.rs) to core 1.
 # Each request is signed afresh (signatures are accepted once, so oha/wrk cannot be used).
@@ -26,12 +27,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SCENARIO=${1:?usage: scripts/load.sh consents|oauth-exchange|mandates|qr-image}
+SCENARIO=${1:?usage: scripts/load.sh consents|oauth-exchange|mandates|qr-image|signatures}
 
 case $SCENARIO in
-  consents|mandates|qr-image) DURATION=${DURATION:-20} ;;
+  consents|mandates|qr-image|signatures) DURATION=${DURATION:-20} ;;
   oauth-exchange) DURATION=${DURATION:-10} ;;
-  *) echo "unknown scenario $SCENARIO (consents | oauth-exchange | mandates | qr-image)" >&2; exit 2 ;;
+  *) echo "unknown scenario $SCENARIO (consents | oauth-exchange | mandates | qr-image | signatures)" >&2; exit 2 ;;
 esac
 WARMUP=${WARMUP:-2}
 CODES=${CODES:-$(( (DURATION + WARMUP) * 10000 ))}

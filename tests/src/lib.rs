@@ -12,6 +12,7 @@ pub mod browser;
 pub mod enduser;
 pub mod hosted;
 pub mod nginx;
+pub mod pdf;
 pub mod proxy;
 pub mod receiver;
 pub mod scenario;

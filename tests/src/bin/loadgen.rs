@@ -1,6 +1,7 @@
 //! A load generator for signed requests: `POST /v1/consents/auth` (`--scenario consents`, the
 //! default), `POST /v1/oauth/token` (`--scenario oauth-exchange`), `POST /v1/service/mandates`
-//! (`--scenario mandates`), or unsigned `GET /v1/qr/{id}/image` (`--scenario qr-image`).
+//! (`--scenario mandates`), unsigned `GET /v1/qr/{id}/image` (`--scenario qr-image`), or
+//! `POST /v1/signature/documents` with a 1 MiB PDF (`--scenario signatures`).
 //!
 //! Every request is signed (CONTRACT §2.1) and each signature is accepted once, so generic
 //! tools (oha, wrk) cannot replay a fixed request. This one signs each request with its own
@@ -43,6 +44,8 @@ enum Scenario {
     Mandates,
     /// Unsigned `GET /v1/qr/{id}/image` of one QR code generated before the measurement.
     QrImage,
+    /// Signed `POST /v1/signature/documents` with a 1 MiB PDF and one signer.
+    Signatures,
 }
 
 #[derive(Debug, Clone, Parser)]
@@ -195,6 +198,27 @@ async fn main() {
             );
             println!("probe: 200, response {} bytes", text.len());
             Plan::Mandates { endpoint, run }
+        }
+        Scenario::Signatures => {
+            let document = base64::engine::general_purpose::STANDARD
+                .encode(idconsent_e2e::pdf::padded_pdf(1, "", 1 << 20));
+            let body = serde_json::to_vec(&serde_json::json!({
+                "document": document,
+                "signers": [{"email": "ann@example.com", "name": "Ann Lee"}],
+            }))
+            .unwrap();
+            let endpoint = format!("{base}/v1/signature/documents");
+            let probe = post_signed(&reqwest::Client::new(), &endpoint, &args, body.clone())
+                .await
+                .expect("the probe request failed");
+            let status = probe.status().as_u16();
+            let text = probe.text().await.unwrap_or_default();
+            assert!(
+                status == 201,
+                "the probe request was refused: {status} {text}"
+            );
+            println!("probe: 201, request body {} bytes", body.len());
+            Plan::Signatures { endpoint, body }
         }
         Scenario::QrImage => {
             let generated = post_signed(
@@ -361,6 +385,11 @@ enum Plan {
     QrImage {
         endpoint: String,
     },
+    /// The same 1 MiB document each time (a signature request is not deduplicated).
+    Signatures {
+        endpoint: String,
+        body: Vec<u8>,
+    },
 }
 
 impl Plan {
@@ -369,7 +398,8 @@ impl Plan {
             Plan::Consents { endpoint, .. }
             | Plan::Exchange { endpoint, .. }
             | Plan::Mandates { endpoint, .. }
-            | Plan::QrImage { endpoint } => endpoint,
+            | Plan::QrImage { endpoint }
+            | Plan::Signatures { endpoint, .. } => endpoint,
         }
     }
 
@@ -381,6 +411,7 @@ impl Plan {
             } => Some(body(&args.client_id, &recipient(*run, n), callback_url)),
             Plan::Mandates { run, .. } => Some(mandate_body(&recipient(*run, n))),
             Plan::QrImage { .. } => Some(Vec::new()),
+            Plan::Signatures { body, .. } => Some(body.clone()),
             Plan::Exchange {
                 codes, exhausted, ..
             } => {
