@@ -138,9 +138,9 @@ async fn the_hosted_page_authorises_and_declines_with_a_passkey_in_the_browser()
 }
 
 /// The signing page (issue 15): the signer names their address, confirms it with the emailed
-/// code, gets the document, confirms with a passkey and signs.
+/// code, sees the document, confirms with a passkey and signs — or declines.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_signer_signs_on_the_hosted_page_with_a_passkey_in_the_browser() {
+async fn signers_sign_or_decline_on_the_hosted_page_with_a_passkey_in_the_browser() {
     let Some(browser) = Browser::start().await else {
         return;
     };
@@ -195,6 +195,13 @@ async fn a_signer_signs_on_the_hosted_page_with_a_passkey_in_the_browser() {
         assert!(tokio::time::Instant::now() < deadline, "no document link");
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
+    let viewer = browser
+        .execute("var v = document.getElementById('viewer'); return v.hidden ? '' : v.src;")
+        .await;
+    assert!(
+        viewer.as_str().is_some_and(|src| src.starts_with("blob:")),
+        "the document is shown in the page: {viewer}"
+    );
     browser.click("passkey").await;
     browser.wait_for_text("status", "Passkey confirmed").await;
     browser.click("approve").await;
@@ -213,5 +220,53 @@ async fn a_signer_signs_on_the_hosted_page_with_a_passkey_in_the_browser() {
     let status = json(response, 200).await;
     assert_eq!(status["data"]["status"], "completed");
     assert_eq!(status["data"]["signers"][0]["biometricVerified"], true);
+
+    // A second request, declined on the page.
+    let other = PageVisitor::address();
+    let mut declined_body = body.clone();
+    declined_body["signers"] = json!([{"email": other, "name": "Bo Decliner"}]);
+    let bytes = serde_json::to_vec(&declined_body).unwrap();
+    let created = app
+        .signed(
+            Method::POST,
+            "/v1/signature/documents",
+            &application.sandbox_key,
+            &application.secret,
+            &bytes,
+        )
+        .send()
+        .await
+        .unwrap();
+    let declined = json(created, 201).await["data"]["signatureRequestId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    browser.navigate(&format!("{origin}/sign/{declined}")).await;
+    browser.fill("email", &other).await;
+    browser.click("send").await;
+    browser.wait_for_text("status", "Code sent").await;
+    let code = app.last_message(&other).await["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    browser.fill("code", &code).await;
+    browser.click("verify").await;
+    browser.wait_for_text("status", "Address confirmed").await;
+    browser.click("passkey").await;
+    browser.wait_for_text("status", "Passkey confirmed").await;
+    browser.click("reject").await;
+    browser.wait_for_text("status", "Declined.").await;
+    let response = app
+        .signed(
+            Method::GET,
+            &format!("/v1/signature/documents/{declined}"),
+            &application.sandbox_key,
+            &application.secret,
+            b"",
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json(response, 200).await["data"]["status"], "declined");
     app.stop().await;
 }

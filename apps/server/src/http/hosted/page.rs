@@ -20,12 +20,13 @@ pub fn hardened(mut builder: HttpResponseBuilder) -> HttpResponseBuilder {
 }
 
 /// An HTML page with a strict Content-Security-Policy: scripts and styles only with `nonce`,
-/// fetches to this origin only, no framing.
+/// fetches to this origin only, no framing of it; the only frame it may show is a document the
+/// page itself fetched (a `blob:` URL: the signing page's PDF).
 pub fn html_page(nonce: &str, html: String) -> HttpResponse {
     let policy = format!(
         "default-src 'none'; img-src 'self'; script-src 'nonce-{nonce}'; \
          style-src 'nonce-{nonce}'; connect-src 'self'; base-uri 'none'; form-action 'none'; \
-         frame-ancestors 'none'"
+         frame-ancestors 'none'; frame-src blob:"
     );
     hardened(HttpResponse::Ok())
         .content_type("text/html; charset=utf-8")
@@ -172,9 +173,11 @@ pub fn steps_script(nonce: &str) -> String {
     }}).then(function (response) {{
       return response.ok ? response.blob() : Promise.reject(new Error("HTTP " + response.status));
     }}).then(function (pdf) {{
-      var link = $("document");
-      link.href = URL.createObjectURL(pdf);
+      var url = URL.createObjectURL(pdf), link = $("document"), viewer = $("viewer");
+      link.href = url;
       link.hidden = false;
+      // The browser's own PDF viewer shows the pages; nothing from a third party.
+      if (viewer) {{ viewer.src = url; viewer.hidden = false; }}
     }}).catch(function (e) {{ say(e.message); }});
   }}
   function decide(decision) {{

@@ -300,7 +300,8 @@ fn render(request: &SignatureRequest, nonce: &str) -> String {
 <meta name="referrer" content="no-referrer">
 <meta name="robots" content="noindex">
 <title>Sign a document</title>
-<style nonce="{nonce}">{STEPS_STYLE}</style>
+<style nonce="{nonce}">{STEPS_STYLE}
+#viewer{{width:100%;height:60vh;border:1px solid #d0d4dc;border-radius:8px}}</style>
 </head>
 <body>
 <main id="steps" data-base="/sign/{id}" data-passkey="{passkey}" data-approved="Signed." data-declined="Declined.">
@@ -313,7 +314,8 @@ fn render(request: &SignatureRequest, nonce: &str) -> String {
 <p><label>Code <input id="code" inputmode="numeric" autocomplete="one-time-code" maxlength="6"></label>
 <button id="verify">Confirm</button></p>
 </section>
-<p><a id="document" hidden target="_blank" rel="noopener">Open the document</a></p>
+<iframe id="viewer" title="The document" hidden></iframe>
+<p><a id="document" hidden target="_blank" rel="noopener">Open the document in a new tab</a></p>
 <section id="step-passkey" hidden>
 <p>Confirm with a passkey on this device (fingerprint, face or screen lock).</p>
 <button id="passkey">Use a passkey</button>
