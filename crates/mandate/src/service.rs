@@ -289,7 +289,9 @@ impl MandateService {
     ) -> Result<Mandate, MandateError> {
         let mandate = self.get(requester, id).await?;
         let changes = check_changes(&input, &mandate.terms)?;
-        self.transition(mandate, Effects::default, |mandate, now| {
+        // Even a change back to the authorised terms (which makes the mandate active again)
+        // signs nothing: only the recipient's approval does.
+        self.transition(mandate, Effects::default, Signs::No, |mandate, now| {
             Ok(mandate.change(&changes, now)?)
         })
         .await
@@ -298,7 +300,7 @@ impl MandateService {
     /// DELETE: cancels (kept and still readable); cancelling again changes nothing.
     pub async fn cancel(&self, requester: &Requester, id: &str) -> Result<Mandate, MandateError> {
         let mandate = self.get(requester, id).await?;
-        self.transition(mandate, Effects::default, |mandate, now| {
+        self.transition(mandate, Effects::default, Signs::No, |mandate, now| {
             Ok(mandate.cancel(now)?)
         })
         .await
@@ -319,6 +321,7 @@ impl MandateService {
             .transition(
                 mandate,
                 || also.clone(),
+                Signs::OnApproval,
                 |mandate, now| {
                     check(mandate)?;
                     match decision {
@@ -371,25 +374,25 @@ impl MandateService {
     }
 
     /// Applies `apply` to the mandate and stores it with its effects (plus `mandate.signed`
-    /// when it became active), recomputing from a fresh read when another writer got in
-    /// first. `apply` returning `Ok(false)` means nothing changed: nothing is written.
+    /// when `signs` says so and it became active), recomputing from a fresh read when another
+    /// writer got in first. `apply` returning `Ok(false)` means nothing changed: nothing is
+    /// written.
     async fn transition(
         &self,
         mut mandate: Mandate,
         also: impl Fn() -> Effects,
+        signs: Signs,
         apply: impl Fn(&mut Mandate, Timestamp) -> Result<bool, MandateError>,
     ) -> Result<Mandate, MandateError> {
         for _ in 0..REPLACE_ATTEMPTS {
             let loaded_version = mandate.version;
-            let was_active = mandate.status == MandateStatus::Active;
             let mut next = mandate.clone();
             let now = self.now();
             if !apply(&mut next, now)? {
                 return Ok(mandate);
             }
             let mut effects = also();
-            let signed = !was_active && next.status == MandateStatus::Active;
-            if signed {
+            if signs == Signs::OnApproval && next.status == MandateStatus::Active {
                 effects.outbox.push(self.signed_event(&next, now));
             }
             if self
@@ -448,6 +451,15 @@ impl MandateService {
             nudge.nudge();
         }
     }
+}
+
+/// Whether a transition can be the recipient's signature (`mandate.signed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Signs {
+    /// A decision: an approval signs.
+    OnApproval,
+    /// The merchant's change or cancellation: never a signature.
+    No,
 }
 
 fn not_found() -> MandateError {

@@ -356,6 +356,33 @@ mod service_tests {
             .unwrap();
         assert_eq!(raised.status, MandateStatus::PendingAuthorization);
         assert_eq!(raised.authorized_terms, Some(mandate.terms));
+        // Back to the authorised terms: active again, but nobody signed anything.
+        let back = world
+            .service
+            .change(
+                &sandbox,
+                id,
+                ChangeMandate {
+                    amount: Some(Some("49.90".into())),
+                    ..ChangeMandate::default()
+                },
+            )
+            .await
+            .unwrap();
+        assert_eq!(back.status, MandateStatus::Active);
+        assert_eq!(signed_events(&world), 1);
+        world
+            .service
+            .change(
+                &sandbox,
+                id,
+                ChangeMandate {
+                    amount: Some(Some("99".into())),
+                    ..ChangeMandate::default()
+                },
+            )
+            .await
+            .unwrap();
         world
             .service
             .decide_in_sandbox(&sandbox, id, Decision::Approve)
