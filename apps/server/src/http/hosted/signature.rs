@@ -71,7 +71,7 @@ pub async fn page(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct SignerBody {
+pub struct SigningAddressBody {
     /// The signer's address, as the request names it.
     email: String,
 }
@@ -81,7 +81,7 @@ pub struct SignerBody {
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
-    request_body = SignerBody,
+    request_body = SigningAddressBody,
     responses(
         (status = 202, description = "Code sent", body = Envelope<Empty>),
         (status = 404, description = "No such request or signer", body = ErrorBody),
@@ -94,13 +94,13 @@ pub async fn send_code(
     context: web::Data<AppContext>,
     req: HttpRequest,
     id: web::Path<String>,
-    body: ApiJson<SignerBody>,
+    body: ApiJson<SigningAddressBody>,
 ) -> Result<HttpResponse, ApiError> {
     steps::send_code(&context, &req, &purpose(&id, &body.0.email)).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct SignerCodeBody {
+pub struct SigningCodeBody {
     email: String,
     code: String,
 }
@@ -110,7 +110,7 @@ pub struct SignerCodeBody {
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
-    request_body = SignerCodeBody,
+    request_body = SigningCodeBody,
     responses(
         (status = 200, description = "The page token", body = Envelope<HostedPageToken>),
         (status = 401, description = "Wrong or expired code", body = ErrorBody),
@@ -121,14 +121,14 @@ pub struct SignerCodeBody {
 pub async fn verify_code(
     context: web::Data<AppContext>,
     id: web::Path<String>,
-    body: ApiJson<SignerCodeBody>,
+    body: ApiJson<SigningCodeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     steps::verify_code(&context, &purpose(&id, &body.email), &body.code).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct SignerTokenBody {
+pub struct SigningTokenBody {
     email: String,
     token: String,
 }
@@ -137,7 +137,7 @@ pub struct SignerTokenBody {
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
-    request_body = SignerTokenBody,
+    request_body = SigningTokenBody,
     responses(
         (status = 200, description = "The PDF as uploaded", content_type = "application/pdf", body = Vec<u8>),
         (status = 401, description = "No live page token", body = ErrorBody)
@@ -147,7 +147,7 @@ pub struct SignerTokenBody {
 pub async fn document(
     context: web::Data<AppContext>,
     id: web::Path<String>,
-    body: ApiJson<SignerTokenBody>,
+    body: ApiJson<SigningTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     context
@@ -169,7 +169,7 @@ pub async fn document(
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
-    request_body = SignerTokenBody,
+    request_body = SigningTokenBody,
     responses(
         (status = 200, description = "Creation options", body = Envelope<HostedCreationOptions>),
         (status = 401, description = "No live page token", body = ErrorBody)
@@ -179,14 +179,14 @@ pub async fn document(
 pub async fn passkey_registration(
     context: web::Data<AppContext>,
     id: web::Path<String>,
-    body: ApiJson<SignerTokenBody>,
+    body: ApiJson<SigningTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     steps::passkey_registration(&context, &purpose(&id, &body.email), &body.token).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct SignerCredentialBody {
+pub struct SigningCredentialBody {
     email: String,
     token: String,
     #[schema(value_type = Object)]
@@ -197,7 +197,7 @@ pub struct SignerCredentialBody {
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
-    request_body = SignerCredentialBody,
+    request_body = SigningCredentialBody,
     responses(
         (status = 200, description = "Assertion options", body = Envelope<HostedAssertionOptions>),
         (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody)
@@ -207,7 +207,7 @@ pub struct SignerCredentialBody {
 pub async fn passkey_assertion(
     context: web::Data<AppContext>,
     id: web::Path<String>,
-    body: ApiJson<SignerCredentialBody>,
+    body: ApiJson<SigningCredentialBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let purpose = purpose(&id, &body.email);
@@ -215,7 +215,7 @@ pub async fn passkey_assertion(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
-pub struct SignerDecisionBody {
+pub struct SigningDecisionBody {
     email: String,
     token: String,
     /// `approve` (sign) or `reject` (decline).
@@ -231,7 +231,7 @@ pub struct SignerDecisionBody {
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
-    request_body = SignerDecisionBody,
+    request_body = SigningDecisionBody,
     responses(
         (status = 200, description = "Answered", body = Envelope<HostedDecision>),
         (status = 401, description = "No live page token, or the passkey step is missing or did not verify", body = ErrorBody),
@@ -244,7 +244,7 @@ pub async fn decide(
     context: web::Data<AppContext>,
     req: HttpRequest,
     id: web::Path<String>,
-    body: ApiJson<SignerDecisionBody>,
+    body: ApiJson<SigningDecisionBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let request = request(&context, &id).await?;
