@@ -6,6 +6,7 @@ pub mod events;
 pub mod model;
 pub mod ports;
 mod service;
+pub mod testing;
 
 #[cfg(feature = "contract")]
 pub mod contract;
