@@ -7,6 +7,7 @@ pub mod model;
 pub mod ports;
 mod service;
 pub mod testing;
+mod validation;
 
 #[cfg(feature = "contract")]
 pub mod contract;
@@ -20,6 +21,6 @@ pub use model::{
 };
 pub use ports::{MandateQuery, MandateRepository, RecipientDirectory, StoreError};
 pub use service::{
-    ChangeMandate, CreateMandate, MAX_DESCRIPTION_CHARS, MandatePorts, MandateService,
-    MandateSettings, Requester,
+    ChangeMandate, CreateMandate, MandatePorts, MandateService, MandateSettings, Requester,
 };
+pub use validation::MAX_DESCRIPTION_CHARS;

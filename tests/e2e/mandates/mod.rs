@@ -12,6 +12,10 @@ use idconsent_e2e::{TestApp, error, json, on_both_backends};
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
+mod validation;
+
+use validation::bad_requests_are_refused_and_change_nothing;
+
 on_both_backends!(
     a_phone_recipient_authorises_with_a_passkey_and_the_merchant_hears_it,
     new_terms_need_re_authorisation_and_a_stale_challenge_signs_nothing,
@@ -21,11 +25,11 @@ on_both_backends!(
     concurrent_decisions_decide_once,
 );
 
-fn phone() -> String {
+pub(super) fn phone() -> String {
     format!("+1555{}", &unique()[..7])
 }
 
-fn mandate_body(recipient: &str) -> Value {
+pub(super) fn mandate_body(recipient: &str) -> Value {
     json!({
         "recipient": recipient,
         "type": "direct_debit",
@@ -36,7 +40,7 @@ fn mandate_body(recipient: &str) -> Value {
     })
 }
 
-async fn call(
+pub(super) async fn call(
     app: &TestApp,
     application: &Application,
     method: Method,
@@ -58,7 +62,7 @@ async fn call(
     .unwrap()
 }
 
-async fn create(app: &TestApp, application: &Application, body: &Value) -> Value {
+pub(super) async fn create(app: &TestApp, application: &Application, body: &Value) -> Value {
     let created = call(
         app,
         application,
@@ -70,22 +74,32 @@ async fn create(app: &TestApp, application: &Application, body: &Value) -> Value
     json(created, 200).await["data"].clone()
 }
 
-async fn read(app: &TestApp, application: &Application, id: &str) -> Value {
+pub(super) async fn read(app: &TestApp, application: &Application, id: &str) -> Value {
     let path = format!("/v1/service/mandates/{id}");
     json(call(app, application, Method::GET, &path, None).await, 200).await["data"].clone()
 }
 
-async fn put(app: &TestApp, application: &Application, id: &str, body: &Value) -> Response {
+pub(super) async fn put(
+    app: &TestApp,
+    application: &Application,
+    id: &str,
+    body: &Value,
+) -> Response {
     let path = format!("/v1/service/mandates/{id}");
     call(app, application, Method::PUT, &path, Some(body)).await
 }
 
-async fn sandbox(app: &TestApp, application: &Application, id: &str, action: &str) -> Response {
+pub(super) async fn sandbox(
+    app: &TestApp,
+    application: &Application,
+    id: &str,
+    action: &str,
+) -> Response {
     let path = format!("/v1/sandbox/mandates/{id}/{action}");
     call(app, application, Method::POST, &path, Some(&json!({}))).await
 }
 
-async fn merchant_app(app: &TestApp, receiver: &Receiver) -> Application {
+pub(super) async fn merchant_app(app: &TestApp, receiver: &Receiver) -> Application {
     let merchant = app.register_merchant().await;
     app.application_calling(&merchant, &receiver.url).await
 }
@@ -464,162 +478,6 @@ async fn mandates_are_listed_filtered_paged_and_private(app: TestApp) {
         read(&app, &application, &ids[0]).await["status"],
         "pending_authorization"
     );
-    app.stop().await;
-}
-
-async fn bad_requests_are_refused_and_change_nothing(app: TestApp) {
-    let receiver = Receiver::start().await;
-    let application = merchant_app(&app, &receiver).await;
-    let recipient = phone();
-    let post = |body: Value| {
-        let app = &app;
-        let application = &application;
-        async move {
-            call(
-                app,
-                application,
-                Method::POST,
-                "/v1/service/mandates",
-                Some(&body),
-            )
-            .await
-        }
-    };
-    // Malformed or missing required fields → 400.
-    for body in [
-        json!({"recipient": recipient, "type": "direct_debit"}),
-        json!({"recipient": recipient, "type": "direct_debit", "description": 5}),
-        json!({"type": "direct_debit", "description": "x"}),
-    ] {
-        error(post(body).await, 400, "bad_request").await;
-    }
-    // Well-formed but invalid values → 422, naming the field.
-    let long = "x".repeat(501);
-    for (field, value) in [
-        ("amount", json!(0)),
-        ("amount", json!(-5)),
-        ("amount", json!(1.001)),
-        ("currency", json!("eur")),
-        ("frequency", json!("hourly")),
-        ("type", json!("cheque")),
-        ("recipient", json!("5551234567")),
-        ("recipient", json!("not-an-email@")),
-        ("description", json!("")),
-        ("description", json!(long)),
-        ("description", json!("Gym\u{202e}pihsrebmem")),
-        ("callbackUrl", json!("not a url")),
-    ] {
-        let mut body = mandate_body(&recipient);
-        body[field] = value;
-        let refused = error(post(body).await, 422, "validation_error").await;
-        assert_eq!(refused["details"][0]["field"], field, "{refused}");
-    }
-    let mut yen = mandate_body(&recipient);
-    yen["currency"] = json!("JPY");
-    yen["amount"] = json!(10.5);
-    error(post(yen).await, 422, "validation_error").await;
-
-    // The defaults: USD, no amount, no frequency; an email recipient gets a hosted page.
-    let minimal = create(
-        &app,
-        &application,
-        &json!({"recipient": "ann@example.com", "type": "authorization", "description": "Card on file"}),
-    )
-    .await;
-    assert_eq!(minimal["currency"], "USD");
-    assert_eq!(minimal["amount"], Value::Null);
-    assert_eq!(minimal["frequency"], Value::Null);
-    let id = minimal["id"].as_str().unwrap().to_owned();
-    assert!(
-        minimal["approvalUrl"]
-            .as_str()
-            .unwrap()
-            .ends_with(&format!("/mandates/{id}")),
-        "{minimal}"
-    );
-
-    // PUT: fields that cannot change, invalid values, nothing to change → 422, nothing stored.
-    for body in [
-        json!({"recipient": "+15550000000"}),
-        json!({"type": "direct_debit"}),
-        json!({"amount": 0}),
-        json!({"frequency": "hourly"}),
-        json!({}),
-    ] {
-        error(
-            put(&app, &application, &id, &body).await,
-            422,
-            "validation_error",
-        )
-        .await;
-    }
-    error(
-        put(&app, &application, &id, &json!({"amount": "ten"})).await,
-        400,
-        "bad_request",
-    )
-    .await;
-    let unchanged = read(&app, &application, &id).await;
-    assert_eq!(unchanged["updatedAt"], minimal["updatedAt"]);
-    assert_eq!(unchanged["amount"], Value::Null);
-    for unknown in ["md_01JAAAAAAAAAAAAAAAAAAAAAAA", "cs_1", "../etc"] {
-        let path = format!("/v1/service/mandates/{unknown}");
-        error(
-            call(&app, &application, Method::GET, &path, None).await,
-            404,
-            "not_found",
-        )
-        .await;
-    }
-
-    // Live keys: an unenrolled phone is 404, the sandbox helpers are 403.
-    let (_, live_application, live_key) = app.live_merchant().await;
-    let body = serde_json::to_vec(&mandate_body(&phone())).unwrap();
-    let live_post = app
-        .signed(
-            Method::POST,
-            "/v1/service/mandates",
-            &live_key,
-            &live_application.secret,
-            &body,
-        )
-        .send()
-        .await
-        .unwrap();
-    error(live_post, 404, "not_found").await;
-    let helper = app
-        .signed(
-            Method::POST,
-            &format!("/v1/sandbox/mandates/{id}/approve"),
-            &live_key,
-            &live_application.secret,
-            b"{}",
-        )
-        .send()
-        .await
-        .unwrap();
-    error(helper, 403, "forbidden").await;
-
-    // Idempotency: the same key and body replay the stored answer; another body is 409.
-    let keyed = |body: &Value| {
-        let bytes = serde_json::to_vec(body).unwrap();
-        app.signed(
-            Method::POST,
-            "/v1/service/mandates",
-            &application.sandbox_key,
-            &application.secret,
-            &bytes,
-        )
-        .header("idempotency-key", "mandate-42")
-        .send()
-    };
-    let first = keyed(&mandate_body(&recipient)).await.unwrap();
-    let first = json(first, 200).await;
-    let again = keyed(&mandate_body(&recipient)).await.unwrap();
-    assert_eq!(again.headers()["idempotent-replayed"], "true");
-    assert_eq!(json(again, 200).await["data"]["id"], first["data"]["id"]);
-    let other = keyed(&mandate_body(&phone())).await.unwrap();
-    error(other, 409, "conflict").await;
     app.stop().await;
 }
 
