@@ -291,8 +291,8 @@ mod tests {
                 let decision = decide(state, &LeaseRequest {
                     now: at(now), limits, want, returning, returning_day: day_of(at(now)),
                 });
-                if returning > 0 {
-                    if let Some(last) = grants.last_mut() { last.1 -= returning; }
+                if let Some(last) = grants.last_mut().filter(|_| returning > 0) {
+                    last.1 -= returning;
                 }
                 prop_assert!(decision.granted <= want);
                 prop_assert!(decision.granted <= per_minute);

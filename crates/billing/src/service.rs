@@ -140,7 +140,7 @@ impl BillingService {
             .usage(merchant, period)
             .await
             .map_err(store_error("Merchant"))?;
-        let days = u64::try_from(now.since(period.starts_at()).as_secs() / 86_400 + 1).unwrap_or(1);
+        let days = now.since(period.starts_at()).as_secs() / 86_400 + 1;
         let average = usage.api_calls as f64 / days as f64;
         Ok(UsageSummary {
             period,
