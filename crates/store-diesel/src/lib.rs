@@ -12,6 +12,7 @@ macro_rules! with_conn {
 }
 pub(crate) use with_conn;
 
+mod billing;
 mod consent;
 mod db;
 mod enduser;
@@ -35,6 +36,7 @@ mod webhook;
 #[cfg(feature = "testing")]
 pub mod testing;
 
+pub use billing::DieselBillingStore;
 pub use consent::DieselSessionStore;
 pub use db::{AnyConnection, Backend, Db, DbOptions};
 pub use enduser::DieselEndUserStore;

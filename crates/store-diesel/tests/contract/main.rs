@@ -26,6 +26,7 @@ macro_rules! on_both_backends {
 }
 
 mod access;
+mod billing;
 mod consent;
 mod enduser;
 mod hosted;

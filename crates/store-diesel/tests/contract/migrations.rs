@@ -57,6 +57,10 @@ macro_rules! select_every_table {
             signature_requests,
             mandates,
             hosted_confirmations,
+            billing_plans,
+            rate_budgets,
+            api_calls,
+            invoices,
         )
     };
 }
