@@ -24,6 +24,7 @@
 #        IDCONSENT_BIN=… (measure this server binary instead of the one just built, e.g. a copy
 #        of another commit's, to compare two builds in alternating runs)
 #        SKIP_BUILD=1 (use the release binaries already in $CARGO_TARGET_DIR as they are)
+#        IDC_RATE_LIMITS=false (the rate-limit gate only counts calls: measures the gate's cost)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -74,10 +75,17 @@ for _ in $(seq 1 100); do
 done
 
 echo "==> registering a merchant and creating an application (sandbox key)"
-TOKEN=$(curl -sf "$B/v1/merchants/register" -H 'Content-Type: application/json' -d '{
+REGISTERED=$(curl -sf "$B/v1/merchants/register" -H 'Content-Type: application/json' -d '{
   "businessName": "Load Shop", "contactName": "Ada", "email": "load@shop.example",
   "password": "correct horse battery staple", "entityType": "llc", "registrationNumber": "HRB-42",
-  "dateRegistered": "2019-03-04", "industry": "retail", "phone": "+15550000001"}' | jq -r .data.token)
+  "dateRegistered": "2019-03-04", "industry": "retail", "phone": "+15550000001"}')
+TOKEN=$(jq -r .data.token <<<"$REGISTERED")
+# Every signed request passes the plan rate-limit gate (IDC_RATE_LIMITS, default on): an
+# enterprise plan with limits out of reach measures the gate's cost, not its refusals.
+MERCHANT=$(jq -r .data.merchant.id <<<"$REGISTERED")
+curl -sf -X POST "$B/v1/admin/merchants/$MERCHANT/plan" -H "Authorization: Bearer $(cat "$DATA/admin.token")" \
+  -H 'Content-Type: application/json' \
+  -d '{"plan":"enterprise","limits":{"requestsPerMinute":10000000,"requestsPerDay":null,"concurrent":100000}}' >/dev/null
 APP=$(curl -sf "$B/v1/merchants/applications" -H "Authorization: Bearer $TOKEN" \
   -H 'Content-Type: application/json' \
   -d "{\"name\": \"Load\", \"callbackUrl\": \"http://127.0.0.1:$RECEIVER_PORT/hooks\",

@@ -149,11 +149,20 @@ impl TestApp {
     /// Another server process on the same database (same keys): for behaviour that must hold
     /// across processes.
     pub async fn second_server(&self) -> idconsent_server::RunningServer {
+        self.second_server_with(|_| {}).await
+    }
+
+    /// Like [`TestApp::second_server`], with a chance to adjust the configuration.
+    pub async fn second_server_with(
+        &self,
+        adjust: impl FnOnce(&mut idconsent_server::Config),
+    ) -> idconsent_server::RunningServer {
         let mut config = idconsent_server::Config::for_tests(
             PathBuf::from(self._data_dir.path()),
             self._database.url.clone(),
         );
         config.clock = Some(self.clock.clone());
+        adjust(&mut config);
         idconsent_server::start(config).await.unwrap()
     }
 

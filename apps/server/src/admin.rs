@@ -9,7 +9,7 @@ use idconsent_merchant::model::Merchant;
 use idconsent_store_diesel::Db;
 use secrecy::ExposeSecret;
 
-use crate::cli::{AdminCommand, MerchantCommand, OauthKeyCommand};
+use crate::cli::{AdminCommand, BillingCommand, MerchantCommand, OauthKeyCommand};
 use crate::config::Config;
 use crate::context::AppContext;
 
@@ -87,6 +87,81 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
                 .await
                 .map_err(|e| e.to_string())?;
             let _ = writeln!(out, "rejected: {}", line(&merchant));
+        }
+        AdminCommand::Billing(command) => billing(&context, command, &mut out).await?,
+    }
+    Ok(())
+}
+
+async fn billing(
+    context: &AppContext,
+    command: BillingCommand,
+    out: &mut impl Write,
+) -> Result<(), String> {
+    let billing = &context.billing;
+    match command {
+        BillingCommand::Plan {
+            merchant,
+            plan,
+            per_minute,
+            per_day,
+            concurrent,
+        } => {
+            let per_day = match per_day.as_deref() {
+                None => None,
+                Some("unlimited") => Some(None),
+                Some(text) => {
+                    Some(Some(text.parse::<u64>().map_err(|_| {
+                        "--per-day must be a number or `unlimited`".to_owned()
+                    })?))
+                }
+            };
+            let custom = (per_minute.is_some() || per_day.is_some() || concurrent.is_some())
+                .then_some(idconsent_billing::CustomLimits {
+                    per_minute,
+                    per_day,
+                    concurrent,
+                });
+            let terms = billing
+                .set_plan(&merchant, &plan, custom.as_ref())
+                .await
+                .map_err(|e| e.to_string())?;
+            let limits = terms.limits;
+            let _ = writeln!(
+                out,
+                "{merchant}: {} ({}/min, {}/day, {} at once)",
+                terms.plan.as_str(),
+                limits.per_minute,
+                limits
+                    .per_day
+                    .map_or_else(|| "unlimited".to_owned(), |day| day.to_string()),
+                limits.concurrent
+            );
+        }
+        BillingCommand::ClosePeriod { period } => {
+            let closed = billing
+                .close_period(&period)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(
+                out,
+                "{}: {} invoices issued, {} merchants already invoiced",
+                closed.period, closed.issued, closed.already_invoiced
+            );
+        }
+        BillingCommand::MarkPaid { invoice } => {
+            let invoice = billing
+                .mark_paid(&invoice)
+                .await
+                .map_err(|e| e.to_string())?;
+            let _ = writeln!(
+                out,
+                "{}: {} {} {:.2} USD",
+                invoice.id,
+                invoice.period,
+                invoice.status.as_str(),
+                invoice.amount_cents as f64 / 100.0
+            );
         }
     }
     Ok(())

@@ -43,6 +43,31 @@ pub enum AdminCommand {
     /// The ES256 keys that sign OAuth access tokens (in IDC_OAUTH_KEYS_DIR).
     #[command(subcommand)]
     OauthKeys(OauthKeyCommand),
+    /// Plans, closing months, invoices.
+    #[command(subcommand)]
+    Billing(BillingCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BillingCommand {
+    /// Set a merchant's plan: free, basic, growth or enterprise (custom limits only there).
+    Plan {
+        merchant: String,
+        plan: String,
+        /// Enterprise: requests per minute.
+        #[arg(long)]
+        per_minute: Option<u64>,
+        /// Enterprise: requests per UTC day, or `unlimited`.
+        #[arg(long)]
+        per_day: Option<String>,
+        /// Enterprise: requests in flight at once.
+        #[arg(long)]
+        concurrent: Option<u64>,
+    },
+    /// Issue every merchant's invoice for a month that has ended (YYYY-MM); idempotent.
+    ClosePeriod { period: String },
+    /// Mark an invoice paid.
+    MarkPaid { invoice: String },
 }
 
 #[derive(Debug, Subcommand)]

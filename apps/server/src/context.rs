@@ -39,6 +39,9 @@ pub struct AppContext {
     pub mandates: Arc<MandateService>,
     /// Hosted approval pages for email recipients (`/mandates/{id}`).
     pub hosted: Arc<idconsent_hosted::HostedApprovals>,
+    pub billing: Arc<idconsent_billing::BillingService>,
+    /// The plan-limit gate, for the worker that reports the calls it counted.
+    pub rate_limits: Arc<idconsent_billing::RateLimitGate>,
     pub oauth: Arc<OAuthService>,
     /// The OAuth signing keys shared by every process (operator rotation, reloads).
     pub oauth_keys: Arc<OAuthKeys>,

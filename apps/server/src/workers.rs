@@ -220,6 +220,30 @@ pub fn spawn_all(
             }
         },
     );
+    let billing = context.billing.clone();
+    // Closes last month on the 1st (a no-op once an invoice exists, so several processes may
+    // run it) and stores invoices that became overdue.
+    let billing_schedule = spawn_loop(
+        "billing-schedule",
+        interval.saturating_mul(10),
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        health.clone(),
+        move || {
+            let billing = billing.clone();
+            async move {
+                let closed = billing
+                    .run_schedule()
+                    .await
+                    .map_err(|error| failed("billing schedule", error))?;
+                if closed.issued > 0 {
+                    tracing::info!(period = %closed.period, issued = closed.issued, "invoices issued");
+                }
+                Ok(0)
+            }
+        },
+    );
+    let report_calls = spawn_call_reports(context, shutdown.clone(), interval);
     let dispatcher = context.workers.notifications.clone();
     let notify = spawn_loop(
         "notifications",
@@ -247,6 +271,8 @@ pub fn spawn_all(
         },
     );
     vec![
+        billing_schedule,
+        report_calls,
         expire_mandates,
         expire_signatures,
         recover,
@@ -256,6 +282,31 @@ pub fn spawn_all(
         expire,
         notify,
     ]
+}
+
+/// Reports the live API calls the rate-limit gate counted, every few seconds and once more at
+/// shutdown, so the usage summary misses at most the last few seconds of another process.
+fn spawn_call_reports(
+    context: &AppContext,
+    mut shutdown: watch::Receiver<bool>,
+    interval: Duration,
+) -> JoinHandle<()> {
+    let gate = context.rate_limits.clone();
+    let every = interval.saturating_mul(5).min(Duration::from_secs(5));
+    tokio::spawn(async move {
+        loop {
+            let stopping = tokio::select! {
+                _ = tokio::time::sleep(every) => false,
+                changed = shutdown.changed() => changed.is_err() || *shutdown.borrow(),
+            };
+            if let Err(error) = gate.flush().await {
+                tracing::warn!(error = %chain(&error), "reporting API calls failed");
+            }
+            if stopping {
+                break;
+            }
+        }
+    })
 }
 
 /// An error with all its causes, for one log line.

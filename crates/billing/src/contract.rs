@@ -47,7 +47,7 @@ macro_rules! billing_store_contract {
             one_invoice_per_merchant_and_period_even_when_racing,
             invoices_list_by_period_and_status_as_of_now,
             paying_and_lapsing_are_stored_once,
-            merchants_page_by_id,
+            merchants_page_by_id_and_creation,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -435,7 +435,7 @@ pub async fn paying_and_lapsing_are_stored_once(stores: Stores) {
     ));
 }
 
-pub async fn merchants_page_by_id(stores: Stores) {
+pub async fn merchants_page_by_id_and_creation(stores: Stores) {
     let mut created = Vec::new();
     for _ in 0..3 {
         created.push(seeded_merchant(&stores).await.0);
@@ -445,7 +445,7 @@ pub async fn merchants_page_by_id(stores: Stores) {
     loop {
         let page = stores
             .billing
-            .merchants_after(after.as_ref(), 2)
+            .merchants_after(after.as_ref(), at("2100-01-01T00:00:00.000Z"), 2)
             .await
             .unwrap();
         assert!(page.len() <= 2);
@@ -459,6 +459,13 @@ pub async fn merchants_page_by_id(stores: Stores) {
     for id in &created {
         assert!(seen.contains(id));
     }
+    // Seeded merchants were created at the epoch: none existed before it.
+    let before_any = stores
+        .billing
+        .merchants_after(None, Timestamp::from_millis(0), 10)
+        .await
+        .unwrap();
+    assert!(before_any.is_empty(), "{before_any:?}");
     assert!(
         created
             .iter()

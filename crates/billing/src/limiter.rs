@@ -45,6 +45,8 @@ struct Lease {
     day_used: u64,
     /// Live calls admitted since the last report, on `day`.
     unreported: u64,
+    /// The plan the lease was taken under: a new plan starts a new lease.
+    terms: Option<PlanTerms>,
 }
 
 /// A request in flight; its slot frees when dropped.
@@ -62,17 +64,51 @@ pub struct RateLimitGate {
     plans: Arc<PlanCache>,
     store: Arc<dyn BillingStore>,
     clock: Arc<dyn Clock>,
+    /// `false`: admit everything and only count live calls (limits turned off).
+    enforce: bool,
     allowances: Mutex<HashMap<MerchantId, Arc<Allowance>>>,
 }
 
 impl RateLimitGate {
+    /// A gate that enforces the plans' limits.
     pub fn new(plans: Arc<PlanCache>, store: Arc<dyn BillingStore>, clock: Arc<dyn Clock>) -> Self {
         Self {
             plans,
             store,
             clock,
+            enforce: true,
             allowances: Mutex::default(),
         }
+    }
+
+    /// A gate that limits nothing and adds no headers, but still counts live calls for the
+    /// usage summary (`IDC_RATE_LIMITS=false`).
+    pub fn counting_only(mut self) -> Self {
+        self.enforce = false;
+        self
+    }
+
+    /// Counts a live call without limiting it; a new day first reports the last one's.
+    async fn count(&self, merchant: &MerchantId) -> Result<Admission, Refusal> {
+        let allowance = self.allowance(merchant);
+        let mut lease = allowance.lease.lock().await;
+        let today = budget::day_of(self.clock.now());
+        if lease.day != today {
+            if lease.unreported > 0 {
+                let calls = CallReport {
+                    day: lease.day,
+                    calls: lease.unreported,
+                };
+                if self.store.record_calls(merchant, calls).await.is_ok() {
+                    lease.unreported = 0;
+                }
+            }
+            if lease.unreported == 0 {
+                lease.day = today;
+            }
+        }
+        lease.unreported += 1;
+        Ok(Admission::default())
     }
 
     fn allowance(&self, merchant: &MerchantId) -> Arc<Allowance> {
@@ -189,6 +225,12 @@ impl Gate for RateLimitGate {
 
     async fn admit(&self, request: &GateRequest<'_>) -> Result<Admission, Refusal> {
         let merchant = &request.caller.application.merchant_id;
+        if !self.enforce {
+            return match request.caller.environment {
+                Environment::Live => self.count(merchant).await,
+                Environment::Sandbox => Ok(Admission::default()),
+            };
+        }
         let unavailable = |_| {
             let mut refused = Refusal::new(
                 RefusalKind::Unavailable,
@@ -210,6 +252,12 @@ impl Gate for RateLimitGate {
         let mut lease = allowance.lease.lock().await;
         let now = self.clock.now();
         let now_millis = now.as_millis();
+        if lease.terms != Some(terms) {
+            // The operator changed the plan: judge afresh under the new limits.
+            lease.terms = Some(terms);
+            lease.blocked = None;
+            lease.expires_at = 0;
+        }
         if let Some((window, until)) = lease.blocked {
             if now_millis < until {
                 let wait = u64::try_from(until - now_millis).unwrap_or(1);

@@ -59,7 +59,8 @@ pub struct InvoiceQuery {
 /// - `record_calls` adds calls to the merchant's day (idempotent only in the sense that
 ///   calls are never lost; each report is added once).
 /// - `usage` sums the metered counters and API calls of a period.
-/// - `merchants_after` pages through every merchant with its plan, by id.
+/// - `merchants_after` pages, by id, through the merchants created before `created_before`,
+///   with their plans.
 /// - `insert_invoice` writes an invoice unless the merchant already has one for its period
 ///   (then `false`, nothing written), also when two callers race.
 /// - `invoices` lists a merchant's invoices newest period first; a `pending` invoice past its
@@ -88,6 +89,7 @@ pub trait BillingStore: Send + Sync + fmt::Debug {
     async fn merchants_after(
         &self,
         after: Option<&MerchantId>,
+        created_before: Timestamp,
         limit: u32,
     ) -> Result<Vec<(MerchantId, PlanTerms)>, StoreError>;
     async fn insert_invoice(&self, invoice: &Invoice) -> Result<bool, StoreError>;

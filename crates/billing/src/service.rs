@@ -215,9 +215,10 @@ impl BillingService {
         };
         let mut after: Option<MerchantId> = None;
         loop {
+            // A merchant that signed up after the month is not invoiced for it.
             let merchants = self
                 .store
-                .merchants_after(after.as_ref(), 200)
+                .merchants_after(after.as_ref(), period.next().starts_at(), 200)
                 .await
                 .map_err(store_error("Merchant"))?;
             let Some((last, _)) = merchants.last() else {

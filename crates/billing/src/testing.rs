@@ -154,9 +154,14 @@ impl BillingStore for InMemoryBilling {
     async fn merchants_after(
         &self,
         after: Option<&MerchantId>,
+        created_before: Timestamp,
         limit: u32,
     ) -> Result<Vec<(MerchantId, PlanTerms)>, StoreError> {
         let state = self.state();
+        // Merchants of the fake exist from the epoch on.
+        if created_before <= Timestamp::from_millis(0) {
+            return Ok(Vec::new());
+        }
         Ok(state
             .plans
             .iter()

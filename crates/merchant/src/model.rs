@@ -30,6 +30,8 @@ pub enum Permission {
     RotateCredentials,
     /// Rotate the `sk_` request-signing secret (it signs every API call of the application).
     RotateSigningSecret,
+    /// See the account's usage and invoices.
+    ViewBilling,
 }
 
 impl Role {
@@ -52,7 +54,8 @@ impl Role {
         match permission {
             Permission::ManageAccount
             | Permission::ManageTeam
-            | Permission::RotateSigningSecret => {
+            | Permission::RotateSigningSecret
+            | Permission::ViewBilling => {
                 matches!(self, Role::Owner | Role::Admin)
             }
             Permission::ManageApplications | Permission::RotateCredentials => {

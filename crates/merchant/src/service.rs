@@ -114,8 +114,15 @@ impl Actor {
                 Permission::RotateSigningSecret => {
                     "Only owners and admins can rotate the signing secret"
                 }
+                Permission::ViewBilling => "Only owners and admins can see billing",
             }))
         }
+    }
+
+    /// The merchant whose billing this member may see (owners and admins).
+    pub fn billing_account(&self) -> Result<&idconsent_kernel::id::MerchantId, MerchantError> {
+        self.require(Permission::ViewBilling)?;
+        Ok(&self.user.merchant_id)
     }
 }
 

@@ -423,6 +423,7 @@ impl BillingStore for DieselBillingStore {
     async fn merchants_after(
         &self,
         after: Option<&MerchantId>,
+        created_before: Timestamp,
         limit: u32,
     ) -> Result<Vec<(MerchantId, PlanTerms)>, StoreError> {
         let after = after.map(|id| id.as_str().to_owned()).unwrap_or_default();
@@ -432,6 +433,7 @@ impl BillingStore for DieselBillingStore {
                 let merchants: Vec<(String, String)> =
                     crate::with_conn!(conn.reborrow(), |c| merchants::table
                         .filter(merchants::id.gt(&after))
+                        .filter(merchants::created_at.lt(created_before.as_millis()))
                         .order(merchants::id)
                         .limit(i64::from(limit))
                         .select((merchants::id, merchants::plan))

@@ -9,6 +9,7 @@
 //! `contract.response("POST /v1/things", "", response).await;` — the route as `/openapi.json`
 //! names it. The walk ends by checking that every documented JSON route was pinned.
 
+mod billing;
 mod consents;
 mod endusers;
 mod mandates;
@@ -240,6 +241,7 @@ async fn the_api_contract_holds(app: TestApp) {
     qr::walk(&app, &mut contract).await;
     signatures::walk(&app, &mut contract).await;
     mandates::walk(&app, &mut contract).await;
+    billing::walk(&app, &mut contract).await;
     contract.assert_every_json_route_pinned();
     app.stop().await;
 }

@@ -104,12 +104,16 @@ pub(super) async fn merchant_app(app: &TestApp, receiver: &Receiver) -> Applicat
     app.application_calling(&merchant, &receiver.url).await
 }
 
+/// The mandate's `mandate.signed` events, oldest first (deliveries may arrive in any order;
+/// event ids are time-ordered).
 fn signed_events(received: &[Received], mandate: &str) -> Vec<Received> {
-    received
+    let mut events: Vec<Received> = received
         .iter()
         .filter(|r| r.event_type() == "mandate.signed" && r.json()["data"]["id"] == mandate)
         .cloned()
-        .collect()
+        .collect();
+    events.sort_by_key(|event| event.json()["id"].as_str().unwrap_or_default().to_owned());
+    events
 }
 
 async fn a_phone_recipient_authorises_with_a_passkey_and_the_merchant_hears_it(app: TestApp) {

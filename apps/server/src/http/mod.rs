@@ -3,6 +3,7 @@
 mod admin;
 mod applications;
 pub mod auth;
+mod billing;
 pub mod consents;
 pub mod endusers;
 pub mod envelope;
@@ -48,6 +49,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .configure(oauth::routes)
         .configure(consents::routes)
         .configure(mandates::routes)
+        .configure(billing::routes)
         .configure(hosted::routes)
         .configure(signatures::routes)
         .configure(endusers::routes)

@@ -3,6 +3,7 @@
 //! chain are assembled here: a new approvable domain is one `register` line, a new gate one
 //! `then` line.
 
+mod billing;
 mod bridges;
 mod consent;
 mod enduser;
@@ -24,7 +25,7 @@ use idconsent_consent::ConsentApprovals;
 use idconsent_kernel::BlobStore;
 use idconsent_kernel::{
     Clock, IdGenerator, KeyedHash, Metering, Nudge, OsRandom, RandomSource, SecretVault,
-    SystemClock, UlidGenerator, Unmetered,
+    SystemClock, UlidGenerator,
 };
 use idconsent_mandate::MandateApprovals;
 use idconsent_notification::Notifier;
@@ -58,7 +59,7 @@ pub struct Shared {
     pub notifier: Arc<Notifier>,
     /// Uploaded and generated files: the data directory or an S3-compatible store.
     pub blobs: Arc<dyn BlobStore>,
-    /// What metered actions cost (billing); `Unmetered` until billing is wired.
+    /// What metered actions cost: counted against the merchant's plan quota (billing).
     pub metering: Arc<dyn Metering>,
     pub wake: Wake,
 }
@@ -123,6 +124,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let master = Arc::new(MasterKey::new(*config.master_key.as_bytes()));
     let wake = Wake::default();
     let notifications = notification::build(&config, &db, &clock, &ids, &wake)?;
+    let billing = billing::build(&config, &db, &clock, &ids);
     let shared = Shared {
         vault: Arc::new(AesGcmVault::new(&master)),
         hasher: Arc::new(HmacKeyedHash::new(&master)),
@@ -131,7 +133,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
             BlobConfig::Fs => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
             BlobConfig::S3(settings) => Arc::new(S3BlobStore::new(settings)?),
         },
-        metering: Arc::new(Unmetered),
+        metering: billing.metering.clone(),
         config: config.clone(),
         db: db.clone(),
         clock,
@@ -171,10 +173,12 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let hosted = enduser::hosted(&shared, approvals.clone())?;
     let endusers = enduser::build(&shared, approvals)?;
 
+    // The deployment's gates first (plan limits), then any a test or embedder adds.
+    let gates = GateChain::new().then(billing.rate_limits.clone());
     let gates = config
         .extra_gates
         .iter()
-        .fold(GateChain::new(), |chain, gate| chain.then(gate.clone()));
+        .fold(gates, |chain, gate| chain.then(gate.clone()));
     let requests = Arc::new(merchants.request_gate(gates));
 
     let metrics = Arc::new(Metrics::new());
@@ -198,6 +202,8 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         signatures,
         mandates,
         hosted,
+        billing: billing.service,
+        rate_limits: billing.rate_limits,
         qr: consents.qr,
         oauth,
         oauth_keys,

@@ -1,5 +1,6 @@
 //! The platform operator's endpoints (CONTRACT §2.3): `Authorization: Bearer <IDC_ADMIN_TOKEN>`.
 
+mod billing;
 mod merchants;
 mod oauth_keys;
 
@@ -11,6 +12,9 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(merchants::get)
         .service(merchants::approve)
         .service(merchants::reject)
+        .service(billing::set_plan)
+        .service(billing::close_period)
+        .service(billing::mark_paid)
         .service(oauth_keys::list)
         .service(oauth_keys::rotate);
 }

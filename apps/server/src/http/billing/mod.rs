@@ -1,0 +1,43 @@
+//! Billing (spec §4.12, CONTRACT §7): usage and invoices for signed requests (S) and for the
+//! dashboard (merchant JWT); the operator's plan, close-period and mark-paid live in `admin`.
+
+mod dashboard;
+mod service;
+pub mod views;
+
+use idconsent_billing::BillingError;
+use utoipa_actix_web::service_config::ServiceConfig;
+
+use crate::http::error::ApiError;
+
+pub fn routes(config: &mut ServiceConfig) {
+    config
+        .service(service::usage)
+        .service(service::invoices)
+        .service(dashboard::usage)
+        .service(dashboard::invoices);
+}
+
+impl From<BillingError> for ApiError {
+    fn from(error: BillingError) -> Self {
+        match error {
+            BillingError::Invalid(errors) => ApiError::validation(errors),
+            BillingError::Unavailable(source) => ApiError::failure(&*source),
+            other => ApiError::new(other.category(), other.to_string()),
+        }
+    }
+}
+
+/// The usage summary after this process reported the calls it counted, so a merchant sees its
+/// own requests at once (other processes report theirs every few seconds).
+async fn current_usage(
+    context: &crate::context::AppContext,
+    merchant: &idconsent_kernel::id::MerchantId,
+) -> Result<idconsent_billing::UsageSummary, ApiError> {
+    context
+        .rate_limits
+        .flush()
+        .await
+        .map_err(|error| ApiError::failure(&error))?;
+    Ok(context.billing.usage(merchant).await?)
+}

@@ -1,0 +1,586 @@
+//! Billing through the real server (issue 17): plan rate limits with `RateLimit-*` headers on
+//! every signed response, requests in flight, monthly quotas, usage, invoices closed by the
+//! scheduler and by the operator, and two processes on one database holding a merchant to
+//! its per-minute limit.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use futures_util::future::join_all;
+use idconsent_access::{Admission, Gate, GateRequest, Refusal};
+use idconsent_e2e::scenario::Application;
+use idconsent_e2e::{Backend, TestApp, error, json};
+use reqwest::{Method, Response};
+use serde_json::{Value, json};
+
+/// Holds `GET /v1/service/billings` for a while after the rate-limit gate admitted it: a slow
+/// request, whose concurrency slot stays taken meanwhile.
+#[derive(Debug)]
+struct SlowInvoices;
+
+#[async_trait]
+impl Gate for SlowInvoices {
+    fn name(&self) -> &'static str {
+        "slow_invoices"
+    }
+
+    async fn admit(&self, request: &GateRequest<'_>) -> Result<Admission, Refusal> {
+        if request.route == "/v1/service/billings" {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+        }
+        Ok(Admission::default())
+    }
+}
+
+async fn start_limited(backend: Backend) -> Option<TestApp> {
+    TestApp::start_with(backend, |config| {
+        config.billing.rate_limits = true;
+        config.extra_gates.push(Arc::new(SlowInvoices));
+    })
+    .await
+}
+
+async fn signed(
+    app: &TestApp,
+    base: &str,
+    key: &str,
+    application: &Application,
+    method: Method,
+    path: &str,
+    body: Option<&Value>,
+) -> Response {
+    let bytes = body
+        .map(|body| serde_json::to_vec(body).unwrap())
+        .unwrap_or_default();
+    let timestamp = app.signing_millis().to_string();
+    let signature =
+        idconsent_auth_hmac::sign_request(application.secret.as_bytes(), key, &timestamp, &bytes);
+    let mut request = app
+        .client
+        .request(method, format!("{base}{path}"))
+        .header("x-api-key", key)
+        .header("x-timestamp", timestamp)
+        .header("x-signature", signature);
+    if !bytes.is_empty() {
+        request = request
+            .header("content-type", "application/json")
+            .body(bytes);
+    }
+    request.send().await.unwrap()
+}
+
+fn header(response: &Response, name: &str) -> String {
+    response
+        .headers()
+        .get(name)
+        .unwrap_or_else(|| panic!("{name} missing"))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+fn mandate(recipient: &str) -> Value {
+    json!({
+        "recipient": recipient,
+        "type": "direct_debit",
+        "amount": 10,
+        "currency": "EUR",
+        "frequency": "monthly",
+        "description": "Gym"
+    })
+}
+
+async fn set_plan(app: &TestApp, merchant: &str, body: Value) -> Value {
+    let response = app
+        .as_operator(
+            Method::POST,
+            &format!("/v1/admin/merchants/{merchant}/plan"),
+        )
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    json(response, 200).await
+}
+
+async fn the_sixty_first_request_in_a_minute_is_refused_and_every_response_says_so(
+    backend: Backend,
+) {
+    let Some(app) = start_limited(backend).await else {
+        return;
+    };
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let key = application.sandbox_key.clone();
+    let base = app.base.clone();
+    // Sixty requests of every kind of outcome: 200, 404, 422; each carries the headers.
+    for n in 1..=60u32 {
+        let (path, status) = match n % 3 {
+            0 => ("/v1/service/mandates/md_01JNOSUCHMANDATE00000000000", 404),
+            1 => ("/v1/service/mandates?limit=1", 200),
+            _ => ("/v1/service/mandates?limit=1000", 422),
+        };
+        let response = signed(&app, &base, &key, &application, Method::GET, path, None).await;
+        assert_eq!(response.status().as_u16(), status, "{path}");
+        assert_eq!(header(&response, "ratelimit-limit"), "60");
+        let remaining: u32 = header(&response, "ratelimit-remaining").parse().unwrap();
+        assert!(
+            remaining <= 60 - n + 1,
+            "request {n}: {remaining} remaining"
+        );
+        assert!(header(&response, "ratelimit-reset").parse::<u64>().unwrap() <= 60);
+    }
+    let refused = signed(
+        &app,
+        &base,
+        &key,
+        &application,
+        Method::GET,
+        "/v1/service/mandates",
+        None,
+    )
+    .await;
+    assert_eq!(header(&refused, "ratelimit-remaining"), "0");
+    let retry_after: u64 = header(&refused, "retry-after").parse().unwrap();
+    assert!((1..=2).contains(&retry_after), "{retry_after}");
+    let body = error(refused, 429, "rate_limited").await;
+    assert_eq!(body["details"][0]["field"], "requestsPerMinute");
+    // GCRA, not a fixed window: a second later one request fits, not a whole minute's.
+    app.advance(Duration::from_millis(1_100));
+    let again = signed(
+        &app,
+        &base,
+        &key,
+        &application,
+        Method::GET,
+        "/v1/service/mandates",
+        None,
+    )
+    .await;
+    assert_eq!(again.status(), 200);
+    let over = signed(
+        &app,
+        &base,
+        &key,
+        &application,
+        Method::GET,
+        "/v1/service/mandates",
+        None,
+    )
+    .await;
+    assert_eq!(over.status(), 429);
+
+    // Another merchant has its own budget.
+    let other = app.register_merchant().await;
+    let other_app = app.application(&other).await;
+    let fresh = signed(
+        &app,
+        &base,
+        &other_app.sandbox_key,
+        &other_app,
+        Method::GET,
+        "/v1/service/mandates",
+        None,
+    )
+    .await;
+    assert_eq!(fresh.status(), 200);
+    assert_eq!(header(&fresh, "ratelimit-remaining"), "59");
+
+    // Custom enterprise limits apply at once.
+    set_plan(
+        &app,
+        &merchant.id,
+        json!({"plan": "enterprise", "limits": {"requestsPerMinute": 600, "requestsPerDay": null}}),
+    )
+    .await;
+    let enterprise = signed(
+        &app,
+        &base,
+        &key,
+        &application,
+        Method::GET,
+        "/v1/service/mandates",
+        None,
+    )
+    .await;
+    assert_eq!(enterprise.status(), 200);
+    assert_eq!(header(&enterprise, "ratelimit-limit"), "600");
+}
+
+async fn requests_in_flight_are_limited_per_plan(backend: Backend) {
+    let Some(app) = start_limited(backend).await else {
+        return;
+    };
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let base = app.base.clone();
+    let slow = || {
+        signed(
+            &app,
+            &base,
+            &application.sandbox_key,
+            &application,
+            Method::GET,
+            "/v1/service/billings",
+            None,
+        )
+    };
+    // Six slow requests at once on free (5 in flight): exactly one is refused, at once.
+    let started = Instant::now();
+    let responses = join_all((0..6).map(|_| slow())).await;
+    let mut statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
+    statuses.sort_unstable();
+    assert_eq!(statuses, [200, 200, 200, 200, 200, 429]);
+    assert!(started.elapsed() >= Duration::from_millis(1_500));
+    let refused = responses.into_iter().find(|r| r.status() == 429).unwrap();
+    assert_eq!(header(&refused, "ratelimit-limit"), "5");
+    let body = error(refused, 429, "rate_limited").await;
+    assert_eq!(body["details"][0]["field"], "concurrent");
+
+    // Finished requests freed their slots; so does a client that gives up.
+    let impatient = app
+        .client
+        .get(format!("{base}/v1/service/billings"))
+        .timeout(Duration::from_millis(200));
+    let timestamp = app.signing_millis().to_string();
+    let signature = idconsent_auth_hmac::sign_request(
+        application.secret.as_bytes(),
+        &application.sandbox_key,
+        &timestamp,
+        b"",
+    );
+    let gave_up = impatient
+        .header("x-api-key", &application.sandbox_key)
+        .header("x-timestamp", timestamp)
+        .header("x-signature", signature)
+        .send()
+        .await;
+    assert!(gave_up.is_err(), "the client timed out");
+    tokio::time::sleep(Duration::from_millis(1_500)).await;
+    let responses = join_all((0..5).map(|_| slow())).await;
+    assert!(responses.iter().all(|r| r.status() == 200));
+}
+
+async fn quotas_count_live_actions_only_and_usage_shows_them(backend: Backend) {
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let (merchant, application, live_key) = app.live_merchant().await;
+    let base = app.base.clone();
+    let create = |key: String| {
+        let app = &app;
+        let application = &application;
+        let base = &base;
+        async move {
+            let n = idconsent_e2e::scenario::unique();
+            let recipient = format!("member-{n}@gym.example");
+            signed(
+                app,
+                base,
+                &key,
+                application,
+                Method::POST,
+                "/v1/service/mandates",
+                Some(&mandate(&recipient)),
+            )
+            .await
+        }
+    };
+    // Free: ten live mandates a month. Sandbox ones are never counted.
+    for _ in 0..10 {
+        assert_eq!(create(live_key.clone()).await.status(), 200);
+    }
+    assert_eq!(create(application.sandbox_key.clone()).await.status(), 200);
+    let over = create(live_key.clone()).await;
+    assert!(over.headers().contains_key("retry-after"));
+    let body = error(over, 429, "rate_limited").await;
+    assert_eq!(body["details"][0]["field"], "quota_exceeded", "{body}");
+
+    let usage = signed(
+        &app,
+        &base,
+        &live_key,
+        &application,
+        Method::GET,
+        "/v1/service/billings/usage",
+        None,
+    )
+    .await;
+    let usage = json(usage, 200).await;
+    let data = &usage["data"];
+    assert_eq!(data["plan"], "free");
+    assert_eq!(data["usage"]["mandates"], json!({"used": 10, "limit": 10}));
+    assert_eq!(data["usage"]["consents"], json!({"used": 0, "limit": 100}));
+    assert_eq!(data["usage"]["verifications"]["limit"], 10);
+    // Live signed calls: 10 created + 1 refused by the quota + this one (sandbox not counted).
+    assert_eq!(data["apiCalls"]["total"], 12, "{data}");
+    assert!(data["apiCalls"]["dailyAverage"].as_f64().unwrap() > 0.0);
+    assert_eq!(data["limits"]["requestsPerMinute"], 60);
+
+    // The dashboard sees the same; an operator raising the plan lifts the quota at once.
+    let dashboard = app
+        .as_merchant(Method::GET, "/v1/merchants/billing/usage", &merchant.token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        json(dashboard, 200).await["data"]["usage"]["mandates"]["used"],
+        10
+    );
+    let anonymous = app.get("/v1/merchants/billing/usage").await;
+    error(anonymous, 401, "unauthorized").await;
+    set_plan(&app, &merchant.id, json!({"plan": "enterprise"})).await;
+    assert_eq!(create(live_key.clone()).await.status(), 200);
+    let usage = signed(
+        &app,
+        &base,
+        &live_key,
+        &application,
+        Method::GET,
+        "/v1/service/billings/usage",
+        None,
+    )
+    .await;
+    let data = json(usage, 200).await["data"].clone();
+    assert_eq!(
+        data["usage"]["mandates"],
+        json!({"used": 11, "limit": null})
+    );
+}
+
+async fn the_operator_sets_plans_and_refuses_bad_ones(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let path = format!("/v1/admin/merchants/{}/plan", merchant.id);
+    let plan = |body: Value| {
+        let request = app.as_operator(Method::POST, &path).json(&body);
+        async move { request.send().await.unwrap() }
+    };
+    for (body, field) in [
+        (json!({"plan": "gold"}), "plan"),
+        (
+            json!({"plan": "basic", "limits": {"concurrent": 9}}),
+            "limits",
+        ),
+        (
+            json!({"plan": "enterprise", "limits": {"requestsPerMinute": 0}}),
+            "limits.requestsPerMinute",
+        ),
+    ] {
+        let refused = error(plan(body.clone()).await, 422, "validation_error").await;
+        assert_eq!(refused["details"][0]["field"], field, "{body}");
+    }
+    error(plan(json!({"plan": 7})).await, 400, "bad_request").await;
+    let set = json(plan(json!({"plan": "growth"})).await, 200).await;
+    assert_eq!(
+        set["data"],
+        json!({"merchantId": merchant.id, "plan": "growth",
+               "limits": {"requestsPerMinute": 1000, "requestsPerDay": 500000, "concurrent": 50}})
+    );
+    let unknown = app
+        .as_operator(Method::POST, "/v1/admin/merchants/mer_nobody/plan")
+        .json(&json!({"plan": "basic"}))
+        .send()
+        .await
+        .unwrap();
+    error(unknown, 404, "not_found").await;
+    let not_operator = app
+        .client
+        .post(app.url(&path))
+        .json(&json!({"plan": "enterprise"}))
+        .send()
+        .await
+        .unwrap();
+    error(not_operator, 401, "unauthorized").await;
+}
+
+async fn months_close_into_invoices_that_are_paid_or_lapse(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    set_plan(&app, &merchant.id, json!({"plan": "basic"})).await;
+    let base = app.base.clone();
+    let key = application.sandbox_key.clone();
+    let list = |query: &'static str| {
+        let (app, base, key, application) = (&app, &base, &key, &application);
+        async move {
+            signed(
+                app,
+                base,
+                key,
+                application,
+                Method::GET,
+                &format!("/v1/service/billings{query}"),
+                None,
+            )
+            .await
+        }
+    };
+    for (query, field) in [
+        ("?period=2026-13", "period"),
+        ("?status=late", "status"),
+        ("?limit=101", "limit"),
+    ] {
+        let refused = error(list(query).await, 422, "validation_error").await;
+        assert_eq!(refused["details"][0]["field"], field);
+    }
+    // The current month cannot be closed yet.
+    let now = app.now_millis();
+    let this_month =
+        idconsent_kernel::UsagePeriod::of(idconsent_kernel::Timestamp::from_millis(now));
+    let close = |period: String| {
+        let request = app
+            .as_operator(Method::POST, "/v1/admin/billing/close-period")
+            .json(&json!({ "period": period }));
+        async move { request.send().await.unwrap() }
+    };
+    error(close(this_month.to_string()).await, 422, "validation_error").await;
+    let dashboard = app
+        .as_merchant(
+            Method::GET,
+            "/v1/merchants/billing/invoices",
+            &merchant.token,
+        )
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(json(dashboard, 200).await["data"]["invoices"], json!([]));
+
+    // Into next month: the scheduler closes this one by itself.
+    let next = this_month.next();
+    let into_next = u64::try_from(next.starts_at().as_millis() - now).unwrap() + 3_600_000;
+    app.advance(Duration::from_millis(into_next));
+    let mut invoices = Value::Null;
+    for _ in 0..100 {
+        invoices = json(list("").await, 200).await["data"].clone();
+        if invoices["pagination"]["total"] == 1 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let invoice = invoices["invoices"][0].clone();
+    assert_eq!(invoice["period"], this_month.to_string(), "{invoices}");
+    assert_eq!(invoice["status"], "pending");
+    assert_eq!(invoice["amount"], 79.0);
+    assert_eq!(invoice["currency"], "USD");
+    assert_eq!(invoice["plan"], "basic");
+    assert_eq!(invoice["paidAt"], Value::Null);
+    assert_eq!(
+        invoice["items"],
+        json!([{"description": format!("Basic plan, {this_month}"), "amount": 79.0}])
+    );
+    // The operator closing it again issues nothing new.
+    let closed = json(close(this_month.to_string()).await, 200).await;
+    assert_eq!(closed["data"]["issued"], 0);
+    assert_eq!(closed["data"]["alreadyInvoiced"], 1);
+
+    // Fourteen days after issue it is overdue, then the operator marks it paid.
+    app.advance(Duration::from_secs(15 * 24 * 3600));
+    let overdue = json(list("?status=overdue").await, 200).await;
+    assert_eq!(overdue["data"]["pagination"]["total"], 1);
+    let id = invoice["id"].as_str().unwrap();
+    let paid = app
+        .as_operator(Method::POST, &format!("/v1/admin/invoices/{id}/mark-paid"))
+        .send()
+        .await
+        .unwrap();
+    let paid = json(paid, 200).await;
+    assert_eq!(paid["data"]["invoice"]["status"], "paid");
+    assert!(paid["data"]["invoice"]["paidAt"].is_string());
+    let listed = json(list("?status=paid").await, 200).await;
+    assert_eq!(listed["data"]["invoices"][0]["id"], id);
+    let unknown = app
+        .as_operator(Method::POST, "/v1/admin/invoices/in_nope/mark-paid")
+        .send()
+        .await
+        .unwrap();
+    error(unknown, 404, "not_found").await;
+
+    // Another merchant sees only its own invoices.
+    let other = app.register_merchant().await;
+    let other_app = app.application(&other).await;
+    let theirs = signed(
+        &app,
+        &base,
+        &other_app.sandbox_key,
+        &other_app,
+        Method::GET,
+        "/v1/service/billings",
+        None,
+    )
+    .await;
+    assert_eq!(json(theirs, 200).await["data"]["invoices"], json!([]));
+}
+
+async fn two_processes_hold_a_merchant_to_one_per_minute_budget(backend: Backend) {
+    let Some(app) = TestApp::start_with(backend, |config| config.billing.rate_limits = true).await
+    else {
+        return;
+    };
+    let second = app
+        .second_server_with(|config| config.billing.rate_limits = true)
+        .await;
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let bases = [app.base.clone(), second.url()];
+    // Warm both processes up so each holds a lease, then spend the minute from both.
+    let started = Instant::now();
+    let mut admitted = 0u64;
+    for n in 0..120 {
+        let base = &bases[n % 2];
+        let response = signed(
+            &app,
+            base,
+            &application.sandbox_key,
+            &application,
+            Method::GET,
+            "/v1/service/mandates?limit=1",
+            None,
+        )
+        .await;
+        match response.status().as_u16() {
+            200 => admitted += 1,
+            429 => {}
+            other => panic!("unexpected {other}"),
+        }
+    }
+    // CONTRACT §7: each process holds at most a fifth of the limit (12 of 60): the merchant
+    // gets no more than the limit (plus what the bucket refilled meanwhile, one a second)
+    // and no less than the limit minus one slice for the other process.
+    let refilled = started.elapsed().as_secs() + 1;
+    assert!(
+        (48..=60 + refilled).contains(&admitted),
+        "{admitted} admitted in {:?}",
+        started.elapsed()
+    );
+    second.stop().await;
+}
+
+idconsent_e2e::on_both_backends!(
+    the_operator_sets_plans_and_refuses_bad_ones,
+    months_close_into_invoices_that_are_paid_or_lapse,
+);
+
+macro_rules! on_both_backends_with_own_server {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    super::$name(idconsent_e2e::Backend::Sqlite).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    super::$name(idconsent_e2e::Backend::Postgres).await;
+                }
+            }
+        )*
+    };
+}
+
+on_both_backends_with_own_server!(
+    the_sixty_first_request_in_a_minute_is_refused_and_every_response_says_so,
+    requests_in_flight_are_limited_per_plan,
+    quotas_count_live_actions_only_and_usage_shows_them,
+    two_processes_hold_a_merchant_to_one_per_minute_budget,
+);
