@@ -238,28 +238,39 @@ async fn requests_in_flight_are_limited_per_plan(backend: Backend) {
     let body = error(refused, 429, "rate_limited").await;
     assert_eq!(body["details"][0]["field"], "concurrent");
 
-    // Finished requests freed their slots; so does a client that gives up.
-    let impatient = app
-        .client
-        .get(format!("{base}/v1/service/billings"))
-        .timeout(Duration::from_millis(200));
-    let timestamp = app.signing_millis().to_string();
-    let signature = idconsent_auth_hmac::sign_request(
-        application.secret.as_bytes(),
-        &application.sandbox_key,
-        &timestamp,
-        b"",
+    // Finished requests freed their slots. A client that gives up does not stop actix-web's
+    // work on its request (actix-web #3462: HTTP/1 handlers are not cancelled on disconnect),
+    // so that request keeps its slot while the server still works on it — and frees it when
+    // the work ends, never later: five abandoned slow requests fill the five slots, then free
+    // them all.
+    let abandon = || {
+        let timestamp = app.signing_millis().to_string();
+        let signature = idconsent_auth_hmac::sign_request(
+            application.secret.as_bytes(),
+            &application.sandbox_key,
+            &timestamp,
+            b"",
+        );
+        app.client
+            .get(format!("{base}/v1/service/billings"))
+            .timeout(Duration::from_millis(200))
+            .header("x-api-key", &application.sandbox_key)
+            .header("x-timestamp", timestamp)
+            .header("x-signature", signature)
+            .send()
+    };
+    let abandoned = join_all((0..5).map(|_| abandon())).await;
+    assert!(abandoned.iter().all(Result::is_err), "the clients gave up");
+    let busy = slow().await;
+    assert_eq!(
+        busy.status(),
+        429,
+        "the abandoned requests are still being worked on"
     );
-    let gave_up = impatient
-        .header("x-api-key", &application.sandbox_key)
-        .header("x-timestamp", timestamp)
-        .header("x-signature", signature)
-        .send()
-        .await;
-    assert!(gave_up.is_err(), "the client timed out");
     tokio::time::sleep(Duration::from_millis(1_500)).await;
     let responses = join_all((0..5).map(|_| slow())).await;
-    assert!(responses.iter().all(|r| r.status() == 200));
+    let statuses: Vec<u16> = responses.iter().map(|r| r.status().as_u16()).collect();
+    assert_eq!(statuses, [200; 5], "every slot came back");
 }
 
 async fn quotas_count_live_actions_only_and_usage_shows_them(backend: Backend) {

@@ -71,10 +71,10 @@ fn redact_text(field: &str, text: &str) -> String {
         return "[timestamp]".into();
     }
     // Billing months (`2026-11`, "Basic plan, 2026-11") follow the day the tests run.
-    if matches!(field, "period" | "description") {
-        if let Some(redacted) = redact_month(text) {
-            return redacted;
-        }
+    if matches!(field, "period" | "description")
+        && let Some(redacted) = redact_month(text)
+    {
+        return redacted;
     }
     if let Some(prefix) = SECRET_PREFIXES.iter().find(|p| text.starts_with(**p)) {
         return format!("{prefix}[secret]");
