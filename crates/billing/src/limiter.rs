@@ -116,6 +116,10 @@ impl RateLimitGate {
             .allowances
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Looked up before inserting: the id is cloned only for a merchant new to this process.
+        if let Some(allowance) = allowances.get(merchant) {
+            return allowance.clone();
+        }
         allowances.entry(merchant.clone()).or_default().clone()
     }
 
@@ -135,19 +139,9 @@ impl RateLimitGate {
         };
         let mut reported = 0;
         for (merchant, allowance) in merchants {
-            let mut lease = allowance.lease.lock().await;
-            if lease.unreported > 0 {
-                let calls = CallReport {
-                    day: lease.day,
-                    calls: lease.unreported,
-                };
-                self.store.record_calls(&merchant, calls).await?;
-                reported += calls.calls;
-                lease.unreported = 0;
-            }
-            let idle = lease.expires_at + 10 * 60_000 < now
+            reported += self.report_calls(&merchant, &allowance).await?;
+            let idle = allowance.lease.lock().await.expires_at + 10 * 60_000 < now
                 && allowance.in_flight.load(Ordering::SeqCst) == 0;
-            drop(lease);
             if idle {
                 let mut allowances = self
                     .allowances
@@ -160,6 +154,39 @@ impl RateLimitGate {
             }
         }
         Ok(reported)
+    }
+
+    /// Reports one merchant's unreported live calls now (before its usage is read).
+    pub async fn report(&self, merchant: &MerchantId) -> Result<u64, crate::ports::StoreError> {
+        let allowance = {
+            let allowances = self
+                .allowances
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            allowances.get(merchant).cloned()
+        };
+        match allowance {
+            Some(allowance) => self.report_calls(merchant, &allowance).await,
+            None => Ok(0),
+        }
+    }
+
+    async fn report_calls(
+        &self,
+        merchant: &MerchantId,
+        allowance: &Allowance,
+    ) -> Result<u64, crate::ports::StoreError> {
+        let mut lease = allowance.lease.lock().await;
+        if lease.unreported == 0 {
+            return Ok(0);
+        }
+        let calls = CallReport {
+            day: lease.day,
+            calls: lease.unreported,
+        };
+        self.store.record_calls(merchant, calls).await?;
+        lease.unreported = 0;
+        Ok(calls.calls)
     }
 }
 

@@ -75,12 +75,15 @@ pub struct ClosedPeriod {
     pub already_invoiced: u64,
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct BillingService {
     store: Arc<dyn BillingStore>,
     plans: Arc<PlanCache>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
+    /// The last month the scheduler closed in this process: closing it again could issue
+    /// nothing (no merchant can sign up in the past), so the scheduler skips it.
+    scheduled: std::sync::Mutex<Option<UsagePeriod>>,
 }
 
 impl BillingService {
@@ -95,6 +98,7 @@ impl BillingService {
             plans,
             clock,
             ids,
+            scheduled: std::sync::Mutex::new(None),
         }
     }
 
@@ -253,7 +257,26 @@ impl BillingService {
     pub async fn run_schedule(&self) -> Result<ClosedPeriod, BillingError> {
         let now = self.now();
         let previous = UsagePeriod::of(now).previous();
-        let closed = self.close_period(&previous.to_string()).await?;
+        let scheduled = || {
+            *self
+                .scheduled
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+        };
+        let closed = if scheduled() == Some(previous) {
+            ClosedPeriod {
+                period: previous,
+                issued: 0,
+                already_invoiced: 0,
+            }
+        } else {
+            let closed = self.close_period(&previous.to_string()).await?;
+            *self
+                .scheduled
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(previous);
+            closed
+        };
         self.store
             .mark_overdue(now)
             .await

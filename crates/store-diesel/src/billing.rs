@@ -107,11 +107,12 @@ struct PlanRow {
     concurrent: i64,
 }
 
-/// The terms of a merchant whose `merchants.plan` is `plan`, with its stored limits if any.
+/// The terms of a merchant whose `merchants.plan` is `plan`: an enterprise plan's limits are
+/// the stored ones; the other plans' are always the current standard ones.
 fn terms_of(plan: &str, row: Option<PlanRow>) -> Result<PlanTerms, StoreError> {
     let plan = Plan::parse(plan).ok_or_else(|| corrupt(format!("unknown plan {plan}")))?;
     Ok(match row {
-        Some(row) if row.plan == plan.as_str() => PlanTerms {
+        Some(row) if plan == Plan::Enterprise && row.plan == plan.as_str() => PlanTerms {
             plan,
             limits: RateLimits {
                 per_minute: to_u64(row.per_minute),
