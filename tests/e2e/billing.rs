@@ -53,21 +53,18 @@ async fn signed(
     let bytes = body
         .map(|body| serde_json::to_vec(body).unwrap())
         .unwrap_or_default();
-    let timestamp = app.signing_millis().to_string();
-    let signature =
-        idconsent_auth_hmac::sign_request(application.secret.as_bytes(), key, &timestamp, &bytes);
-    let mut request = app
-        .client
-        .request(method, format!("{base}{path}"))
-        .header("x-api-key", key)
-        .header("x-timestamp", timestamp)
-        .header("x-signature", signature);
-    if !bytes.is_empty() {
-        request = request
-            .header("content-type", "application/json")
-            .body(bytes);
-    }
-    request.send().await.unwrap()
+    app.signed_to(
+        base,
+        method,
+        path,
+        key,
+        &application.secret,
+        &bytes,
+        app.signing_millis(),
+    )
+    .send()
+    .await
+    .unwrap()
 }
 
 fn header(response: &Response, name: &str) -> String {
@@ -244,20 +241,15 @@ async fn requests_in_flight_are_limited_per_plan(backend: Backend) {
     // the work ends, never later: five abandoned slow requests fill the five slots, then free
     // them all.
     let abandon = || {
-        let timestamp = app.signing_millis().to_string();
-        let signature = idconsent_auth_hmac::sign_request(
-            application.secret.as_bytes(),
+        app.signed(
+            Method::GET,
+            "/v1/service/billings",
             &application.sandbox_key,
-            &timestamp,
+            &application.secret,
             b"",
-        );
-        app.client
-            .get(format!("{base}/v1/service/billings"))
-            .timeout(Duration::from_millis(200))
-            .header("x-api-key", &application.sandbox_key)
-            .header("x-timestamp", timestamp)
-            .header("x-signature", signature)
-            .send()
+        )
+        .timeout(Duration::from_millis(200))
+        .send()
     };
     let abandoned = join_all((0..5).map(|_| abandon())).await;
     assert!(abandoned.iter().all(Result::is_err), "the clients gave up");

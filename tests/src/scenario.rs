@@ -281,12 +281,27 @@ impl TestApp {
         body: &[u8],
         timestamp: i64,
     ) -> RequestBuilder {
+        self.signed_to(&self.base, method, path, api_key, secret, body, timestamp)
+    }
+
+    /// [`TestApp::signed_at`] to another server process at `base` (same database and keys).
+    #[allow(clippy::too_many_arguments)]
+    pub fn signed_to(
+        &self,
+        base: &str,
+        method: Method,
+        path: &str,
+        api_key: &str,
+        secret: &str,
+        body: &[u8],
+        timestamp: i64,
+    ) -> RequestBuilder {
         let timestamp = timestamp.to_string();
         let signature =
             idconsent_auth_hmac::sign_request(secret.as_bytes(), api_key, &timestamp, body);
         let mut request = self
             .client
-            .request(method, self.url(path))
+            .request(method, format!("{base}{path}"))
             .header("x-api-key", api_key)
             .header("x-timestamp", timestamp)
             .header("x-signature", signature);

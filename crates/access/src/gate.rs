@@ -134,9 +134,8 @@ impl GateChain {
 mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    use idconsent_kernel::id::{ApplicationId, ClientId, MerchantId, TypedId};
-    use idconsent_kernel::{Environment, Sealed, WebUrl};
-    use idconsent_merchant::model::{Application, KeyRecord, RequestTypes};
+    use idconsent_kernel::Environment;
+    use idconsent_kernel::id::{ApplicationId, MerchantId, TypedId};
 
     use super::*;
 
@@ -177,31 +176,11 @@ mod tests {
     }
 
     fn caller() -> Caller {
-        let sealed = || Sealed::from_stored("sealed".into());
-        let application = Application {
-            id: ApplicationId::from_trusted("app_1".into()),
-            merchant_id: MerchantId::from_trusted("mer_1".into()),
-            client_id: ClientId::from_trusted("cli_1".into()),
-            name: "Checkout".into(),
-            callback_url: WebUrl::parse("https://shop.example/hooks").unwrap(),
-            redirect_uris: Vec::new(),
-            request_types: RequestTypes::all(),
-            sandbox_key: KeyRecord {
-                sealed: sealed(),
-                generated_at: Timestamp::from_millis(0),
-            },
-            live_key: None,
-            secret: sealed(),
-            webhook_secret: sealed(),
-            previous_webhook_secret: None,
-            previous_secret: None,
-            created_at: Timestamp::from_millis(0),
-            updated_at: Timestamp::from_millis(0),
-        };
-        Caller {
-            application,
-            environment: Environment::Sandbox,
-        }
+        crate::testing::caller(
+            &MerchantId::from_trusted("mer_1".into()),
+            &ApplicationId::from_trusted("app_1".into()),
+            Environment::Sandbox,
+        )
     }
 
     #[tokio::test]

@@ -4,6 +4,7 @@ mod gate;
 mod idempotency;
 pub mod ports;
 mod signed;
+pub mod testing;
 
 #[cfg(feature = "contract")]
 pub mod contract;

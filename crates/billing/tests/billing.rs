@@ -13,12 +13,11 @@ use idconsent_billing::{
     BillingError, BillingService, BillingStore, CustomLimits, InvoiceStatus, PlanCache,
     PlanMetering, RateLimitGate,
 };
-use idconsent_kernel::id::{ApplicationId, ClientId, MerchantId, TypedId};
+use idconsent_kernel::id::{ApplicationId, MerchantId};
 use idconsent_kernel::{
-    Clock, Environment, IdGenerator, ManualClock, Metering, Metric, OsRandom, PageRequest, Sealed,
-    Timestamp, UlidGenerator, UsagePeriod, WebUrl,
+    Clock, Environment, IdGenerator, ManualClock, Metering, Metric, OsRandom, PageRequest,
+    Timestamp, UlidGenerator, UsagePeriod,
 };
-use idconsent_merchant::model::{Application, KeyRecord, RequestTypes};
 
 #[derive(Debug)]
 struct FakeSeed(Arc<InMemoryBilling>);
@@ -79,31 +78,7 @@ fn world(start: &str) -> World {
 }
 
 fn caller(world: &World, environment: Environment) -> Caller {
-    let sealed = || Sealed::from_stored("sealed".into());
-    let epoch = Timestamp::from_millis(0);
-    Caller {
-        application: Application {
-            id: world.application.clone(),
-            merchant_id: world.merchant.clone(),
-            client_id: ClientId::from_trusted("cli_1".into()),
-            name: "Checkout".into(),
-            callback_url: WebUrl::parse("https://shop.example/hooks").unwrap(),
-            redirect_uris: Vec::new(),
-            request_types: RequestTypes::all(),
-            sandbox_key: KeyRecord {
-                sealed: sealed(),
-                generated_at: epoch,
-            },
-            live_key: None,
-            secret: sealed(),
-            webhook_secret: sealed(),
-            previous_webhook_secret: None,
-            previous_secret: None,
-            created_at: epoch,
-            updated_at: epoch,
-        },
-        environment,
-    }
+    idconsent_access::testing::caller(&world.merchant, &world.application, environment)
 }
 
 fn header<'a>(headers: &'a [(&'static str, String)], name: &str) -> &'a str {
