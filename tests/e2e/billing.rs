@@ -128,16 +128,18 @@ async fn the_sixty_first_request_in_a_minute_is_refused_and_every_response_says_
         );
         assert!(header(&response, "ratelimit-reset").parse::<u64>().unwrap() <= 60);
     }
-    let refused = signed(
-        &app,
-        &base,
-        &key,
-        &application,
-        Method::GET,
-        "/v1/service/mandates",
-        None,
-    )
-    .await;
+    let list = || {
+        signed(
+            &app,
+            &base,
+            &key,
+            &application,
+            Method::GET,
+            "/v1/service/mandates",
+            None,
+        )
+    };
+    let refused = list().await;
     assert_eq!(header(&refused, "ratelimit-remaining"), "0");
     let retry_after: u64 = header(&refused, "retry-after").parse().unwrap();
     assert!((1..=2).contains(&retry_after), "{retry_after}");
@@ -145,27 +147,9 @@ async fn the_sixty_first_request_in_a_minute_is_refused_and_every_response_says_
     assert_eq!(body["details"][0]["field"], "requestsPerMinute");
     // GCRA, not a fixed window: a second later one request fits, not a whole minute's.
     app.advance(Duration::from_millis(1_100));
-    let again = signed(
-        &app,
-        &base,
-        &key,
-        &application,
-        Method::GET,
-        "/v1/service/mandates",
-        None,
-    )
-    .await;
+    let again = list().await;
     assert_eq!(again.status(), 200);
-    let over = signed(
-        &app,
-        &base,
-        &key,
-        &application,
-        Method::GET,
-        "/v1/service/mandates",
-        None,
-    )
-    .await;
+    let over = list().await;
     assert_eq!(over.status(), 429);
 
     // Another merchant has its own budget.
@@ -191,16 +175,7 @@ async fn the_sixty_first_request_in_a_minute_is_refused_and_every_response_says_
         json!({"plan": "enterprise", "limits": {"requestsPerMinute": 600, "requestsPerDay": null}}),
     )
     .await;
-    let enterprise = signed(
-        &app,
-        &base,
-        &key,
-        &application,
-        Method::GET,
-        "/v1/service/mandates",
-        None,
-    )
-    .await;
+    let enterprise = list().await;
     assert_eq!(enterprise.status(), 200);
     assert_eq!(header(&enterprise, "ratelimit-limit"), "600");
 }
