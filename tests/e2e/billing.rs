@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use futures_util::future::join_all;
 use idconsent_access::{Admission, Gate, GateRequest, Refusal};
+use idconsent_e2e::enduser::AppUser;
 use idconsent_e2e::scenario::Application;
 use idconsent_e2e::{Backend, TestApp, error, json};
 use reqwest::{Method, Response};
@@ -308,6 +309,53 @@ async fn quotas_count_live_actions_only_and_usage_shows_them(backend: Backend) {
     );
     let anonymous = app.get("/v1/merchants/billing/usage").await;
     error(anonymous, 401, "unauthorized").await;
+    // A live consent and its approval with a passkey count a consent and an authentication.
+    let mut user = AppUser::enrolled(&app).await;
+    let consent = signed(
+        &app,
+        &base,
+        &live_key,
+        &application,
+        Method::POST,
+        "/v1/consents/auth",
+        Some(&json!({
+            "clientId": application.client_id,
+            "recipient": user.phone,
+            "intent": "TRANSACTION",
+            "callbackUrl": "https://shop.example/hooks",
+            "transaction": {"type": "payment", "description": "Order 7", "amount": 5,
+                            "currency": "EUR", "payee": "Example Shop"}
+        })),
+    )
+    .await;
+    let session = json(consent, 201).await["data"]["sessionId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let begun = user.begun(&app, "consent", Some(&session)).await;
+    let credential = user.sign(&begun);
+    json(
+        user.complete(&app, &begun, &credential, "approve").await,
+        200,
+    )
+    .await;
+    let usage = signed(
+        &app,
+        &base,
+        &live_key,
+        &application,
+        Method::GET,
+        "/v1/service/billings/usage",
+        None,
+    )
+    .await;
+    let data = json(usage, 200).await["data"].clone();
+    assert_eq!(data["usage"]["consents"], json!({"used": 1, "limit": 100}));
+    assert_eq!(
+        data["usage"]["authentications"],
+        json!({"used": 1, "limit": 1000})
+    );
+
     set_plan(&app, &merchant.id, json!({"plan": "enterprise"})).await;
     assert_eq!(create(live_key.clone()).await.status(), 200);
     let usage = signed(
