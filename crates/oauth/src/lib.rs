@@ -10,6 +10,8 @@ pub mod ports;
 pub mod sandbox;
 mod service;
 pub mod signing_keys;
+#[cfg(feature = "testing")]
+pub mod testing;
 
 #[cfg(feature = "contract")]
 pub mod contract;
