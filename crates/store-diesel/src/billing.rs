@@ -519,14 +519,8 @@ impl BillingStore for DieselBillingStore {
                             Some(status) => scoped.filter(invoices::status.eq(status.as_str())),
                         }
                     };
-                    let total: i64 = scoped().count().get_result(c)?;
-                    let rows = scoped()
-                        .order((invoices::period.desc(), invoices::id.desc()))
-                        .limit(i64::from(page.limit()))
-                        .offset(to_i64(page.offset()))
-                        .select(InvoiceRow::as_select())
-                        .load(c)?;
-                    Ok::<_, DbError>((rows, total))
+                    let order = (invoices::period.desc(), invoices::id.desc());
+                    Ok::<_, DbError>(crate::repo::page_rows!(c, scoped, order, InvoiceRow, page))
                 })
             })
             .await

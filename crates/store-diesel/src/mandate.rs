@@ -292,14 +292,8 @@ impl MandateRepository for DieselMandateStore {
                             Some(status) => scoped.filter(mandates::status.eq(status.as_str())),
                         }
                     };
-                    let total: i64 = scoped().count().get_result(c)?;
-                    let rows = scoped()
-                        .order((mandates::created_at.desc(), mandates::id.desc()))
-                        .limit(i64::from(page.limit()))
-                        .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
-                        .select(MandateRow::as_select())
-                        .load(c)?;
-                    Ok::<_, DbError>((rows, total))
+                    let order = (mandates::created_at.desc(), mandates::id.desc());
+                    Ok::<_, DbError>(crate::repo::page_rows!(c, scoped, order, MandateRow, page))
                 })
             })
             .await

@@ -45,3 +45,21 @@ macro_rules! update_one {
     }};
 }
 pub(crate) use update_one;
+
+/// One page of the rows `$scoped()` selects (a closure giving a boxed, filtered query), ordered
+/// by `$order`, with the count of all of them: `(Vec<$row>, i64)`, or `?` on the first failure.
+/// Used inside a `with_conn!` body, so `$c` is the backend's connection.
+macro_rules! page_rows {
+    ($c:expr, $scoped:expr, $order:expr, $row:ty, $page:expr) => {{
+        let page: idconsent_kernel::PageRequest = $page;
+        let total: i64 = $scoped().count().get_result($c)?;
+        let rows = $scoped()
+            .order($order)
+            .limit(i64::from(page.limit()))
+            .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
+            .select(<$row>::as_select())
+            .load::<$row>($c)?;
+        (rows, total)
+    }};
+}
+pub(crate) use page_rows;

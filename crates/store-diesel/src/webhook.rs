@@ -213,17 +213,17 @@ impl DeliveryStore for DieselDeliveryStore {
                             }
                             query
                         };
-                        let total = scoped().count().get_result(c)?;
-                        let rows = scoped()
-                            .order((
-                                webhook_deliveries::created_at.desc(),
-                                webhook_deliveries::id.desc(),
-                            ))
-                            .limit(i64::from(page.limit()))
-                            .offset(i64::try_from(page.offset()).unwrap_or(i64::MAX))
-                            .select(DeliveryRow::as_select())
-                            .load(c)?;
-                        Ok::<_, DbError>((rows, total))
+                        let order = (
+                            webhook_deliveries::created_at.desc(),
+                            webhook_deliveries::id.desc(),
+                        );
+                        Ok::<_, DbError>(crate::repo::page_rows!(
+                            c,
+                            scoped,
+                            order,
+                            DeliveryRow,
+                            page
+                        ))
                     })?;
                 let parts = load_parts(conn, &rows)?;
                 Ok((rows, total, parts))
