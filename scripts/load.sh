@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Load tests of signed requests against the release binary on SQLite.
+# Load tests of signed requests against the release binary, on SQLite (default) or PostgreSQL.
 #
 #   scripts/load.sh consents         signed POST /v1/consents/auth (issue 4)
 #   scripts/load.sh oauth-exchange   signed POST /v1/oauth/token (issue 6)
@@ -25,6 +25,9 @@
 #        of another commit's, to compare two builds in alternating runs)
 #        SKIP_BUILD=1 (use the release binaries already in $CARGO_TARGET_DIR as they are)
 #        IDC_RATE_LIMITS=false (the rate-limit gate only counts calls: measures the gate's cost)
+#        POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test (run on PostgreSQL instead: a fresh
+#        database is created next to that one for the run and dropped after; the cluster is the
+#        one already running, unpinned: it shares the two cores with the server and the load)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -60,13 +63,22 @@ cleanup() {
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
   fi
+  if [ -n "${LOAD_DB:-}" ]; then psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $LOAD_DB" || true; fi
   rm -rf "$DATA"
 }
 trap cleanup EXIT
 
 B=http://127.0.0.1:$PORT
-echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
-IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=sqlite://$DATA/idconsent.db IDC_BIND=127.0.0.1:$PORT \
+if [ -n "${POSTGRES_URL:-}" ]; then
+  LOAD_DB=idc_load_$$
+  psql -q "$POSTGRES_URL" -c "CREATE DATABASE $LOAD_DB"
+  DATABASE_URL="${POSTGRES_URL%/*}/$LOAD_DB"
+  echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), PostgreSQL database $LOAD_DB"
+else
+  DATABASE_URL=sqlite://$DATA/idconsent.db
+  echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
+fi
+IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=$DATABASE_URL IDC_BIND=127.0.0.1:$PORT \
   IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$SERVER_BIN" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do
