@@ -107,6 +107,82 @@ impl Modify for SecuritySchemes {
     }
 }
 
+/// The plan rate-limit headers (ADR 0029) on every signed operation's 2xx and 4xx responses, and
+/// `Retry-After` on its 429: the gate adds them to every route, so the document says so once
+/// here rather than on forty handlers.
+fn document_rate_limit_headers(document: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::header::Header;
+    use utoipa::openapi::{Content, Object, Ref, RefOr, ResponseBuilder, Type};
+
+    let integer = |description: &str| {
+        let mut header = Header::new(Object::with_type(Type::Integer));
+        header.description = Some(description.to_owned());
+        RefOr::T(header)
+    };
+    for item in document.paths.paths.values_mut() {
+        let operations = [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ];
+        for operation in operations.into_iter().flatten() {
+            let signed = operation.security.iter().flatten().any(|requirement| {
+                serde_json::to_value(requirement)
+                    .is_ok_and(|value| value.get("signedRequest").is_some())
+            });
+            if !signed {
+                continue;
+            }
+            // Every signed route can be refused by the plan's limits.
+            operation
+                .responses
+                .responses
+                .entry("429".into())
+                .or_insert_with(|| {
+                    RefOr::T(
+                        ResponseBuilder::new()
+                            .description("Over the plan's rate limit, or a monthly quota used up")
+                            .content(
+                                "application/json",
+                                Content::new(Some(Ref::from_schema_name("ErrorBody"))),
+                            )
+                            .build(),
+                    )
+                });
+            for (status, response) in &mut operation.responses.responses {
+                let RefOr::T(response) = response else {
+                    continue;
+                };
+                // 401s come before the key is known: no plan, no headers.
+                if !(status.starts_with('2') || status.starts_with('4')) || status == "401" {
+                    continue;
+                }
+                let headers = &mut response.headers;
+                headers.insert(
+                    "RateLimit-Limit".into(),
+                    integer("The merchant's limit in the tightest window (per minute, per day or in flight)"),
+                );
+                headers.insert(
+                    "RateLimit-Remaining".into(),
+                    integer("Requests left in that window"),
+                );
+                headers.insert(
+                    "RateLimit-Reset".into(),
+                    integer("Seconds until that window is whole again"),
+                );
+                if status == "429" {
+                    headers.insert(
+                        "Retry-After".into(),
+                        integer("Seconds to wait before retrying"),
+                    );
+                }
+            }
+        }
+    }
+}
+
 /// The API document and what is derived from it, built once at start.
 #[derive(Debug)]
 pub struct ApiDocs {
@@ -117,11 +193,12 @@ pub struct ApiDocs {
 
 impl ApiDocs {
     pub fn build(mode: Mode) -> Self {
-        let (_, document) = App::new()
+        let (_, mut document) = App::new()
             .into_utoipa_app()
             .openapi(ApiDoc::openapi())
             .configure(|config| super::routes(config, mode))
             .split_for_parts();
+        document_rate_limit_headers(&mut document);
         let routes = document
             .paths
             .paths
