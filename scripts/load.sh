@@ -7,7 +7,7 @@
 #   scripts/load.sh qr-image         GET /v1/qr/{id}/image, no auth (issue 14)
 #   scripts/load.sh signatures       signed POST /v1/signature/documents, 1 MiB PDF (issue 15)
 #
-# The server runs pinned to core 0, the load generator (tests/src/bin/loadgen.rs) to core 1.
+# The server runs pinned to core 0, the load generator (tests/src/bin/loadgen/) to core 1.
 # Each request is signed afresh (signatures are accepted once, so oha/wrk cannot be used).
 # consents: each request names a new recipient (flood limits are per recipient); the response
 # carries the QR PNG. oauth-exchange: CODES authorization codes are prepared first (request,

@@ -8,6 +8,7 @@ use idconsent_kernel::{
 };
 
 use crate::invoice::{self, Invoice, InvoiceStatus};
+use crate::limiter::RateLimitGate;
 use crate::plan::{CustomLimits, PlanTerms, choose_plan};
 use crate::plans::PlanCache;
 use crate::ports::{BillingStore, InvoiceQuery, StoreError};
@@ -84,6 +85,8 @@ pub struct BillingService {
     /// The last month the scheduler closed in this process: closing it again could issue
     /// nothing (no merchant can sign up in the past), so the scheduler skips it.
     scheduled: std::sync::Mutex<Option<UsagePeriod>>,
+    /// The gate whose counted calls a usage summary reports first.
+    calls: Option<Arc<RateLimitGate>>,
 }
 
 impl BillingService {
@@ -99,7 +102,16 @@ impl BillingService {
             clock,
             ids,
             scheduled: std::sync::Mutex::new(None),
+            calls: None,
         }
+    }
+
+    /// A usage summary first reports the live calls `gate` counted for its merchant in this
+    /// process, so a merchant sees its own requests at once (other processes report theirs
+    /// every few seconds).
+    pub fn reporting_calls_of(mut self, gate: Arc<RateLimitGate>) -> Self {
+        self.calls = Some(gate);
+        self
     }
 
     pub fn now(&self) -> Timestamp {
@@ -136,6 +148,11 @@ impl BillingService {
 
     /// The merchant's usage in the current calendar month (UTC).
     pub async fn usage(&self, merchant: &MerchantId) -> Result<UsageSummary, BillingError> {
+        if let Some(gate) = &self.calls {
+            gate.report(merchant)
+                .await
+                .map_err(store_error("Merchant"))?;
+        }
         let now = self.now();
         let period = UsagePeriod::of(now);
         let terms = self.plan(merchant).await?;

@@ -278,18 +278,20 @@ async fn quotas_count_live_actions_only_and_usage_shows_them(backend: Backend) {
     let body = error(over, 429, "rate_limited").await;
     assert_eq!(body["details"][0]["field"], "quota_exceeded", "{body}");
 
-    let usage = signed(
-        &app,
-        &base,
-        &live_key,
-        &application,
-        Method::GET,
-        "/v1/service/billings/usage",
-        None,
-    )
-    .await;
-    let usage = json(usage, 200).await;
-    let data = &usage["data"];
+    let usage_now = || async {
+        let response = signed(
+            &app,
+            &base,
+            &live_key,
+            &application,
+            Method::GET,
+            "/v1/service/billings/usage",
+            None,
+        )
+        .await;
+        json(response, 200).await["data"].clone()
+    };
+    let data = usage_now().await;
     assert_eq!(data["plan"], "free");
     assert_eq!(data["usage"]["mandates"], json!({"used": 10, "limit": 10}));
     assert_eq!(data["usage"]["consents"], json!({"used": 0, "limit": 100}));
@@ -341,17 +343,7 @@ async fn quotas_count_live_actions_only_and_usage_shows_them(backend: Backend) {
         200,
     )
     .await;
-    let usage = signed(
-        &app,
-        &base,
-        &live_key,
-        &application,
-        Method::GET,
-        "/v1/service/billings/usage",
-        None,
-    )
-    .await;
-    let data = json(usage, 200).await["data"].clone();
+    let data = usage_now().await;
     assert_eq!(data["usage"]["consents"], json!({"used": 1, "limit": 100}));
     assert_eq!(
         data["usage"]["authentications"],
@@ -360,17 +352,7 @@ async fn quotas_count_live_actions_only_and_usage_shows_them(backend: Backend) {
 
     set_plan(&app, &merchant.id, json!({"plan": "enterprise"})).await;
     assert_eq!(create(live_key.clone()).await.status(), 200);
-    let usage = signed(
-        &app,
-        &base,
-        &live_key,
-        &application,
-        Method::GET,
-        "/v1/service/billings/usage",
-        None,
-    )
-    .await;
-    let data = json(usage, 200).await["data"].clone();
+    let data = usage_now().await;
     assert_eq!(
         data["usage"]["mandates"],
         json!({"used": 11, "limit": null})

@@ -24,21 +24,18 @@ pub fn build(
 ) -> Billing {
     let store = Arc::new(DieselBillingStore::new(db.clone()));
     let plans = Arc::new(PlanCache::new(store.clone(), clock.clone()));
+    let gate = RateLimitGate::new(plans.clone(), store.clone(), clock.clone());
+    let rate_limits = Arc::new(if config.billing.rate_limits {
+        gate
+    } else {
+        gate.counting_only()
+    });
     Billing {
-        service: Arc::new(BillingService::new(
-            store.clone(),
-            plans.clone(),
-            clock.clone(),
-            ids.clone(),
-        )),
-        metering: Arc::new(PlanMetering::new(plans.clone())),
-        rate_limits: {
-            let gate = RateLimitGate::new(plans, store, clock.clone());
-            Arc::new(if config.billing.rate_limits {
-                gate
-            } else {
-                gate.counting_only()
-            })
-        },
+        service: Arc::new(
+            BillingService::new(store, plans.clone(), clock.clone(), ids.clone())
+                .reporting_calls_of(rate_limits.clone()),
+        ),
+        metering: Arc::new(PlanMetering::new(plans)),
+        rate_limits,
     }
 }

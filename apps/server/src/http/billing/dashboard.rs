@@ -26,7 +26,7 @@ pub async fn usage(
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
     let merchant = actor.billing_account()?;
-    let summary = super::current_usage(&context, merchant).await?;
+    let summary = context.billing.usage(merchant).await?;
     Ok(respond(StatusCode::OK, "ok", UsageView::from(&summary)))
 }
 

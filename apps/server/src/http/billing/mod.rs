@@ -27,17 +27,3 @@ impl From<BillingError> for ApiError {
         }
     }
 }
-
-/// The usage summary after this process reported the merchant's calls it counted, so a merchant
-/// sees its own requests at once (other processes report theirs every few seconds).
-async fn current_usage(
-    context: &crate::context::AppContext,
-    merchant: &idconsent_kernel::id::MerchantId,
-) -> Result<idconsent_billing::UsageSummary, ApiError> {
-    context
-        .rate_limits
-        .report(merchant)
-        .await
-        .map_err(|error| ApiError::failure(&error))?;
-    Ok(context.billing.usage(merchant).await?)
-}

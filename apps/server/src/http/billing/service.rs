@@ -60,6 +60,9 @@ pub async fn usage(
     context: web::Data<AppContext>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
-    let summary = super::current_usage(&context, &signed.caller.application.merchant_id).await?;
+    let summary = context
+        .billing
+        .usage(&signed.caller.application.merchant_id)
+        .await?;
     Ok(respond(StatusCode::OK, "ok", UsageView::from(&summary)))
 }

@@ -24,15 +24,19 @@
 //! binary.
 #![allow(clippy::print_stdout, clippy::unwrap_used, clippy::expect_used)]
 
-use std::collections::BTreeMap;
+mod receiver;
+mod report;
+
+use receiver::{receive, wait_until_quiet};
+use report::{Tally, report};
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use base64::Engine;
 use clap::Parser;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Scenario {
@@ -100,15 +104,6 @@ struct Args {
     /// against one database never put more than one session on a recipient.
     #[arg(long)]
     run: Option<u16>,
-}
-
-/// What one connection saw while measuring.
-#[derive(Debug, Default)]
-struct Tally {
-    /// Microseconds, one per completed request.
-    latencies: Vec<u32>,
-    statuses: BTreeMap<u16, u64>,
-    errors: u64,
 }
 
 fn now_millis() -> i64 {
@@ -588,119 +583,4 @@ async fn prepare_codes(args: &Args, base: &str, run: u16) -> Vec<String> {
         token["access_token"].as_str().unwrap_or_default().len()
     );
     codes
-}
-
-fn percentile(sorted: &[u32], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return 0.0;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    f64::from(sorted[rank.clamp(1, sorted.len()) - 1]) / 1000.0
-}
-
-fn report(args: &Args, total: &Tally, elapsed: f64, webhooks: u64) {
-    let mut latencies = total.latencies.clone();
-    latencies.sort_unstable();
-    let completed = latencies.len() as u64;
-    let ok: u64 = total
-        .statuses
-        .iter()
-        .filter(|(status, _)| (200..300).contains(*status))
-        .map(|(_, count)| count)
-        .sum();
-    let non_2xx = completed - ok;
-    let mode = match args.rate {
-        Some(rate) => format!("open loop at {rate:.0} requests/s"),
-        None => "closed loop".to_owned(),
-    };
-    println!(
-        "connections {}, {mode}, measured {elapsed:.1} s (after {:.1} s warm-up)",
-        args.connections, args.warmup
-    );
-    println!(
-        "requests {completed}: {:.0} requests/s, {:.0} 2xx/s",
-        completed as f64 / elapsed,
-        ok as f64 / elapsed
-    );
-    println!(
-        "latency ms: p50 {:.2}, p90 {:.2}, p99 {:.2}, p99.9 {:.2}, max {:.2}",
-        percentile(&latencies, 50.0),
-        percentile(&latencies, 90.0),
-        percentile(&latencies, 99.0),
-        percentile(&latencies, 99.9),
-        latencies.last().map_or(0.0, |max| f64::from(*max) / 1000.0)
-    );
-    println!(
-        "non-2xx {non_2xx} {:?}, transport errors {}",
-        total.statuses, total.errors
-    );
-    if args.receiver.is_some() {
-        println!(
-            "webhooks received while measuring: {webhooks} ({:.0}/s)",
-            webhooks as f64 / elapsed
-        );
-    }
-}
-
-/// Waits until no webhook has arrived for `quiet`.
-async fn wait_until_quiet(received: &AtomicU64, quiet: Duration) {
-    let started = Instant::now();
-    let mut last = received.load(Ordering::Relaxed);
-    loop {
-        tokio::time::sleep(quiet).await;
-        let now = received.load(Ordering::Relaxed);
-        if now == last {
-            break;
-        }
-        last = now;
-    }
-    println!(
-        "webhook backlog drained: {last} received, waited {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
-}
-
-/// Accepts webhook deliveries: reads each HTTP/1.1 request, answers 204, counts it.
-async fn receive(listener: TcpListener, received: Arc<AtomicU64>) {
-    while let Ok((stream, _)) = listener.accept().await {
-        tokio::spawn(answer(stream, received.clone()));
-    }
-}
-
-async fn answer(mut stream: TcpStream, received: Arc<AtomicU64>) {
-    let mut buffer = Vec::with_capacity(8192);
-    let mut chunk = [0u8; 8192];
-    loop {
-        // Headers, then Content-Length bytes of body; keep-alive until the peer closes.
-        let (head_end, length) = loop {
-            if let Some(end) = buffer.windows(4).position(|w| w == b"\r\n\r\n") {
-                let head = String::from_utf8_lossy(&buffer[..end]).to_ascii_lowercase();
-                let length = head
-                    .lines()
-                    .find_map(|line| line.strip_prefix("content-length:"))
-                    .and_then(|value| value.trim().parse::<usize>().ok())
-                    .unwrap_or(0);
-                break (end + 4, length);
-            }
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        };
-        while buffer.len() < head_end + length {
-            match stream.read(&mut chunk).await {
-                Ok(0) | Err(_) => return,
-                Ok(n) => buffer.extend_from_slice(&chunk[..n]),
-            }
-        }
-        buffer.drain(..head_end + length);
-        received.fetch_add(1, Ordering::Relaxed);
-        if stream
-            .write_all(b"HTTP/1.1 204 No Content\r\ncontent-length: 0\r\n\r\n")
-            .await
-            .is_err()
-        {
-            return;
-        }
-    }
 }
