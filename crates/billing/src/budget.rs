@@ -315,7 +315,8 @@ mod tests {
         #[test]
         fn requests_at_the_rate_are_never_refused(per_minute in 1u64..600, count in 1usize..300) {
             let limits = RateLimits { per_minute, per_day: None, concurrent: 1 };
-            let interval_millis = i64::try_from(u64::try_from(interval_micros(per_minute)).unwrap().div_ceil(1000)).unwrap();
+            // One interval, rounded up to whole milliseconds (the clock's unit).
+            let interval_millis = (interval_micros(per_minute) + 999) / 1000;
             let mut state = BudgetState::default();
             for step in 0..count {
                 let now = at(i64::try_from(step).unwrap() * interval_millis);
