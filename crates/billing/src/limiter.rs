@@ -24,6 +24,9 @@ use crate::ports::{BillingStore, CallReport};
 /// minute, so an idle process cannot hoard part of a merchant's budget for long.
 pub const LEASE_TTL: Duration = Duration::from_secs(12);
 
+/// A merchant whose lease ended this long ago (milliseconds) is forgotten by the next flush.
+const IDLE_MILLIS: i64 = 10 * 60_000;
+
 /// A merchant's allowance in this process.
 #[derive(Debug, Default)]
 struct Allowance {
@@ -140,17 +143,20 @@ impl RateLimitGate {
         let mut reported = 0;
         for (merchant, allowance) in merchants {
             reported += self.report_calls(&merchant, &allowance).await?;
-            let idle = allowance.lease.lock().await.expires_at + 10 * 60_000 < now
+            let mut allowances = self
+                .allowances
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // Forgotten only when nobody holds it (one reference here, one in the map; new
+            // references are taken under the map's lock, held now) and a call counted since
+            // the report above has not left it unreported: forgetting it would lose the call.
+            let forgettable = Arc::strong_count(&allowance) == 2
+                && allowance.lease.try_lock().is_some_and(|lease| {
+                    lease.unreported == 0 && lease.expires_at + IDLE_MILLIS < now
+                })
                 && allowance.in_flight.load(Ordering::SeqCst) == 0;
-            if idle {
-                let mut allowances = self
-                    .allowances
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner);
-                // Only when nobody took it meanwhile (one reference here, one in the map).
-                if Arc::strong_count(&allowance) == 2 {
-                    allowances.remove(&merchant);
-                }
+            if forgettable {
+                allowances.remove(&merchant);
             }
         }
         Ok(reported)

@@ -198,6 +198,46 @@ async fn the_day_limit_applies_and_live_calls_are_reported() {
     world.gate.admit(&request).await.unwrap();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_counted_call_is_lost_when_a_flush_forgets_idle_merchants() {
+    // Limits off: the gate only counts, so every flush finds the merchant "idle" and may forget
+    // it while a request is being counted — that call must still reach the store.
+    let world = world("2026-11-26T12:00:00.000Z");
+    let gate = Arc::new(
+        RateLimitGate::new(
+            world.plans.clone(),
+            world.store.clone(),
+            world.clock.clone(),
+        )
+        .counting_only(),
+    );
+    let live = Arc::new(caller(&world, Environment::Live));
+    let at = world.clock.now();
+    let counters = (0..2).map(|_| {
+        let (gate, live) = (gate.clone(), live.clone());
+        tokio::spawn(async move {
+            for _ in 0..20_000 {
+                let request = GateRequest {
+                    caller: &live,
+                    method: "GET",
+                    route: "/x",
+                    at,
+                };
+                gate.admit(&request).await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        })
+    });
+    let counters: Vec<_> = counters.collect();
+    while !counters.iter().all(tokio::task::JoinHandle::is_finished) {
+        gate.flush().await.unwrap();
+        tokio::task::yield_now().await;
+    }
+    gate.flush().await.unwrap();
+    let usage = world.billing.usage(&world.merchant).await.unwrap();
+    assert_eq!(usage.api_calls, 40_000);
+}
+
 #[tokio::test]
 async fn metering_counts_live_actions_against_the_plan_quota_and_never_sandbox() {
     let world = world("2026-11-26T12:00:00.000Z");
