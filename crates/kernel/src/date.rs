@@ -24,6 +24,11 @@ impl CalendarDate {
             .map_err(|_| InvalidDate)
     }
 
+    /// The UTC date of `now`.
+    pub fn of(now: crate::Timestamp) -> Self {
+        Self(now.to_offset_date_time().date())
+    }
+
     pub fn year(self) -> i32 {
         self.0.year()
     }

@@ -31,6 +31,7 @@ pub mod schema;
 mod signature;
 mod throttle;
 mod usage;
+mod verification;
 mod webhook;
 
 #[cfg(feature = "testing")]
@@ -52,4 +53,5 @@ pub use qrcode::DieselQrCodeStore;
 pub use reseal::{ResealError, reseal_legacy_secrets};
 pub use signature::DieselSignatureStore;
 pub use throttle::DieselThrottle;
+pub use verification::DieselVerificationStore;
 pub use webhook::DieselDeliveryStore;

@@ -63,3 +63,40 @@ macro_rules! page_rows {
     }};
 }
 pub(crate) use page_rows;
+
+/// Inserts `$row` into `$table` with `$effects` (outbox, charges) in one write transaction; a
+/// future of `Result<(), DbError>` (a duplicate key is the database's unique violation).
+macro_rules! insert_with_effects {
+    ($db:expr, $table:expr, $row:expr, $effects:expr) => {{
+        let (row, effects) = ($row, $effects);
+        $db.write(move |mut conn| {
+            $crate::with_conn!(conn.reborrow(), |c| diesel::insert_into($table)
+                .values(&row)
+                .execute(c))?;
+            $crate::usage::write_effects(conn, &effects)
+        })
+    }};
+}
+pub(crate) use insert_with_effects;
+
+/// Replaces the row of `$table` whose `$id` column equals `$row.id` with `$row` if its
+/// `$version` column is still `$expected`, with `$effects` in the same transaction; a future of
+/// `Result<bool, DbError>` (whether it was replaced). The version in the WHERE makes this a
+/// compare-and-swap: of two writers that loaded the same version, the second changes nothing.
+macro_rules! replace_versioned {
+    ($db:expr, $table:expr, $id:expr, $version:expr, $row:expr, $expected:expr, $effects:expr) => {{
+        let (row, expected, effects) = ($row, $expected, $effects);
+        $db.write(move |mut conn| {
+            let changed = $crate::with_conn!(conn.reborrow(), |c| diesel::update(
+                $table.filter($id.eq(&row.id)).filter($version.eq(expected))
+            )
+            .set(&row)
+            .execute(c))?;
+            if changed == 1 {
+                $crate::usage::write_effects(conn, &effects)?;
+            }
+            Ok(changed == 1)
+        })
+    }};
+}
+pub(crate) use replace_versioned;

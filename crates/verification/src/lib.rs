@@ -1,0 +1,34 @@
+#![doc = include_str!("../README.md")]
+
+pub mod aamva;
+pub mod analysis;
+mod country;
+mod error;
+pub mod events;
+pub mod liveness;
+pub mod model;
+pub mod mrz;
+pub mod ports;
+mod service;
+pub mod verdict;
+
+#[cfg(feature = "contract")]
+pub mod contract;
+pub mod testing;
+
+pub use analysis::{
+    AnalysisError, BarcodeReader, FaceComparison, FaceMatcher, FaceSource, ImageAnalyzer,
+    ImageFacts, ImageFormat, ImageRejection, MrzReader, NotInstalled,
+};
+pub use country::is_country;
+pub use error::VerificationError;
+pub use events::StatusBody;
+pub use model::{
+    CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
+    ModelUsed, Outcome, Verification, VerificationStatus,
+};
+pub use ports::{StoreError, VerificationStore};
+pub use service::{
+    LivenessAnswer, Requester, SubmitVerification, VerificationPorts, VerificationService,
+    VerificationSettings,
+};
