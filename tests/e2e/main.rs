@@ -11,6 +11,7 @@ mod foundation;
 mod gates;
 mod hosted;
 mod hosted_browser;
+mod identity;
 mod limits;
 mod mandates;
 mod merchants;

@@ -11,6 +11,7 @@ use idconsent_kernel::ShiftedClock;
 pub mod browser;
 pub mod enduser;
 pub mod hosted;
+pub mod identity;
 pub mod nginx;
 pub mod pdf;
 pub mod proxy;
@@ -73,6 +74,7 @@ impl TestApp {
             route(&database.url),
         );
         config.clock = Some(clock.clone());
+        config.identity.models_dir = identity::models_dir();
         adjust(&mut config);
         let server = idconsent_server::start(config).await.unwrap();
         Some(Self {
@@ -162,6 +164,7 @@ impl TestApp {
             self._database.url.clone(),
         );
         config.clock = Some(self.clock.clone());
+        config.identity.models_dir = identity::models_dir();
         adjust(&mut config);
         idconsent_server::start(config).await.unwrap()
     }
@@ -192,6 +195,14 @@ impl TestApp {
     pub async fn stop_server(&mut self) {
         if let Some(server) = self.server.take() {
             server.stop().await;
+        }
+    }
+
+    /// Ends the server as a crash would ([`idconsent_server::RunningServer::kill`]), keeping
+    /// its database and data directory.
+    pub async fn kill_server(&mut self) {
+        if let Some(server) = self.server.take() {
+            server.kill().await;
         }
     }
 

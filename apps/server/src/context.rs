@@ -37,6 +37,8 @@ pub struct AppContext {
     pub qr_codes: Arc<idconsent_qrcode::QrCodeService>,
     pub signatures: Arc<SignatureService>,
     pub mandates: Arc<MandateService>,
+    /// Identity verification and liveness (`/v1/identity`).
+    pub identity: Arc<idconsent_verification::VerificationService>,
     /// Hosted approval pages for email recipients (`/mandates/{id}`).
     pub hosted: Arc<idconsent_hosted::HostedApprovals>,
     pub billing: Arc<idconsent_billing::BillingService>,
@@ -85,4 +87,6 @@ pub struct Workers {
 pub struct Wake {
     pub notifications: Arc<Notify>,
     pub webhooks: Arc<Notify>,
+    /// A verification was submitted: its analysis can start.
+    pub identity: Arc<Notify>,
 }

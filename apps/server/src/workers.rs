@@ -220,6 +220,28 @@ pub fn spawn_all(
             }
         },
     );
+    // Identity analyses: each loop takes one job at a time (a lease in the database, so every
+    // process may run them); woken by a submission, else polled for jobs a dead process left.
+    let analyses = (0..context.config.identity.workers).map(|_| {
+        let identity = context.identity.clone();
+        spawn_loop(
+            "identity-analysis",
+            interval,
+            context.wake.identity.clone(),
+            shutdown.clone(),
+            health.clone(),
+            move || {
+                let identity = identity.clone();
+                async move {
+                    identity
+                        .analyse_due(1)
+                        .await
+                        .map_err(|error| failed("identity analysis", error))
+                }
+            },
+        )
+    });
+    let analyses: Vec<_> = analyses.collect();
     let billing = context.billing.clone();
     // Closes last month on the 1st (a no-op once an invoice exists, so several processes may
     // run it) and stores invoices that became overdue.
@@ -270,7 +292,7 @@ pub fn spawn_all(
             }
         },
     );
-    vec![
+    let mut workers = vec![
         billing_schedule,
         report_calls,
         expire_mandates,
@@ -281,7 +303,9 @@ pub fn spawn_all(
         deliver,
         expire,
         notify,
-    ]
+    ];
+    workers.extend(analyses);
+    workers
 }
 
 /// Reports the live API calls the rate-limit gate counted, every few seconds and once more at

@@ -6,6 +6,9 @@
 mod jpeg;
 mod signals;
 
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
+
 use async_trait::async_trait;
 use idconsent_verification::{
     AnalysisError, ImageAnalyzer, ImageFacts, ImageFormat, ImageRejection, LivenessSignals,

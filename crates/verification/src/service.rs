@@ -16,8 +16,8 @@ use crate::error::VerificationError;
 use crate::events::StatusBody;
 use crate::liveness::{self, CHALLENGES, LivenessVerdict};
 use crate::model::{
-    CheckResult, Checks, DocumentType, Extraction, Finding, Images, Outcome, Verification,
-    VerificationStatus,
+    CheckResult, Checks, DocumentType, Extraction, Finding, Images, LivenessSignals, Outcome,
+    Verification, VerificationStatus,
 };
 use crate::ports::{StoreError, VerificationStore};
 use crate::verdict::{DocumentRead, Readings, conclude, confidence_of};
@@ -65,6 +65,8 @@ pub struct SubmitVerification {
 #[derive(Debug, Clone)]
 pub struct LivenessAnswer {
     pub verdict: LivenessVerdict,
+    /// The measurements, when the image could be measured.
+    pub signals: Option<LivenessSignals>,
     pub challenge: Option<String>,
     pub processing_time: Duration,
 }
@@ -82,6 +84,8 @@ pub struct VerificationPorts {
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
     pub outbox_written: Option<Arc<dyn Nudge>>,
+    /// Wakes the analysis workers when a verification is submitted.
+    pub job_created: Option<Arc<dyn Nudge>>,
 }
 
 #[derive(Debug, Clone)]
@@ -203,6 +207,9 @@ impl VerificationService {
             .create(&verification, &effects)
             .await
             .map_err(|error| self.store_error(error))?;
+        if let Some(nudge) = &self.ports.job_created {
+            nudge.nudge();
+        }
         Ok(verification)
     }
 
@@ -241,8 +248,9 @@ impl VerificationService {
         let Some(image) = image else {
             return Err(VerificationError::Invalid(ValidationErrors::new()));
         };
-        let verdict = match self.ports.images.liveness_signals(&image).await {
-            Ok(signals) => liveness::judge(&signals),
+        let signals = self.ports.images.liveness_signals(&image).await;
+        let verdict = match &signals {
+            Ok(signals) => liveness::judge(signals),
             Err(error) => LivenessVerdict {
                 check: CheckResult::Inconclusive,
                 is_live: false,
@@ -253,6 +261,7 @@ impl VerificationService {
         };
         Ok(LivenessAnswer {
             verdict,
+            signals: signals.ok(),
             challenge: challenge.map(str::to_owned),
             processing_time: started.elapsed(),
         })

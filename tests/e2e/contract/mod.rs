@@ -12,6 +12,7 @@
 mod billing;
 mod consents;
 mod endusers;
+mod identity;
 mod mandates;
 mod merchants;
 mod oauth;
@@ -165,14 +166,19 @@ impl Contract {
     /// Checks a webhook as delivered against the snapshot of its event type and `variant`.
     pub fn event(&mut self, variant: &str, received: &Received) -> Value {
         let body = received.json();
-        let event_type = body["type"].as_str().unwrap_or_default().to_owned();
-        let name = format!("event__{}{}", slug(&event_type), suffix(variant));
+        self.event_body(variant, &body);
+        body
+    }
+
+    /// Like [`Contract::event`], for an event body the walk has adjusted.
+    pub fn event_body(&mut self, variant: &str, body: &Value) {
+        let event_type = body["type"].as_str().unwrap_or_default();
+        let name = format!("event__{}{}", slug(event_type), suffix(variant));
         snapshot(
             &name,
             format!("webhook {event_type} {variant}").trim_end(),
-            &redact::redacted(&body),
+            &redact::redacted(body),
         );
-        body
     }
 
     /// Every route `/openapi.json` documents with a JSON success body has been pinned.
@@ -241,6 +247,7 @@ async fn the_api_contract_holds(app: TestApp) {
     qr::walk(&app, &mut contract).await;
     signatures::walk(&app, &mut contract).await;
     mandates::walk(&app, &mut contract).await;
+    identity::walk(&app, &mut contract).await;
     billing::walk(&app, &mut contract).await;
     contract.assert_every_json_route_pinned();
     app.stop().await;

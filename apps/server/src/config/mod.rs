@@ -19,6 +19,7 @@ use secrecy::{ExposeSecret, SecretString};
 mod billing;
 mod blobs;
 mod consent;
+mod identity;
 mod merchant;
 mod notify;
 mod oauth;
@@ -29,6 +30,7 @@ mod webhook;
 pub use billing::{BillingArgs, BillingConfig};
 pub use blobs::{BlobArgs, BlobConfig, BlobStoreKind};
 pub use consent::{ConsentArgs, ConsentConfig};
+pub use identity::{IdentityArgs, IdentityConfig};
 pub use merchant::{MerchantArgs, MerchantConfig, RegistryKind, RegistrySettings};
 pub use notify::{NotifyArgs, NotifyConfig, SmsSettings, SmtpSettings};
 pub use oauth::{OAuthArgs, OAuthConfig};
@@ -154,6 +156,8 @@ pub struct Settings {
     pub signature: SignatureArgs,
     #[command(flatten)]
     pub billing: BillingArgs,
+    #[command(flatten)]
+    pub identity: IdentityArgs,
 }
 
 /// The 32-byte key that encrypts secrets at rest. Never printed.
@@ -209,6 +213,7 @@ pub struct Config {
     pub passkeys: PasskeyConfig,
     pub signature: SignatureConfig,
     pub billing: BillingConfig,
+    pub identity: IdentityConfig,
     /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
     /// tests are stopped through their handle instead.
     pub handle_signals: bool,
@@ -297,6 +302,7 @@ impl Settings {
         };
         let merchant = self.merchant.resolve(&base_url)?;
         let oauth = self.oauth.resolve(&self.data_dir)?;
+        let identity = self.identity.resolve(&self.data_dir);
         Ok(Config {
             mode: self.mode,
             bind: self.bind,
@@ -322,6 +328,7 @@ impl Settings {
             passkeys: self.passkeys.resolve(),
             signature: self.signature.resolve()?,
             billing: self.billing.resolve(),
+            identity,
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
             clock: None,
@@ -334,6 +341,7 @@ impl Config {
     /// A dev-mode configuration on the given database, for embedding the server in tests:
     /// random port, fixed keys, no signal handling.
     pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
+        let identity = IdentityConfig::in_data_dir(&data_dir);
         Self {
             mode: Mode::Dev,
             bind: "127.0.0.1:0".into(),
@@ -383,6 +391,7 @@ impl Config {
             // once (as it raises the SMS limits, CONTRACT §9); tests/e2e/billing.rs turns the
             // plan limits on.
             billing: BillingConfig { rate_limits: false },
+            identity,
             handle_signals: false,
             worker_poll_interval: Duration::from_millis(100),
             clock: None,

@@ -10,6 +10,7 @@ pub mod envelope;
 pub mod error;
 pub mod extract;
 pub mod hosted;
+mod identity;
 mod mandates;
 pub mod merchants;
 pub mod metrics;
@@ -52,6 +53,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .configure(billing::routes)
         .configure(hosted::routes)
         .configure(signatures::routes)
+        .configure(identity::routes)
         .configure(endusers::routes)
         .configure(webhooks::routes)
         .configure(qr::routes)

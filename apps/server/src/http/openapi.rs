@@ -31,6 +31,7 @@ use crate::http::error::{ErrorBody, FieldErrorBody};
         (name = "mandates", description = "Digital mandates a recipient authorises with a passkey (signed API-key requests)"),
         (name = "hosted", description = "Hosted approval pages for email recipients: emailed code, browser passkey, decision (no API key)"),
         (name = "signatures", description = "Signature requests: PDFs signed by 1 to 20 signers, and their certificates (signed API-key requests)"),
+        (name = "identity", description = "Identity verification of a document and a selfie, and liveness of an image (signed API-key requests)"),
         (name = "billing", description = "Usage against the plan's quotas, and invoices (signed API-key requests, or merchant JWT for owners and admins)"),
         (name = "sandbox", description = "Act as the user in sandbox (mk_test_ keys only)"),
         (name = "webhooks", description = "Signed webhook deliveries (signed API-key requests)"),

@@ -7,6 +7,7 @@ mod billing;
 mod bridges;
 mod consent;
 mod enduser;
+mod identity;
 mod mandate;
 mod merchant;
 mod notification;
@@ -72,7 +73,7 @@ impl Shared {
 }
 
 #[derive(Debug)]
-struct NotifyNudge(Arc<Notify>);
+pub(crate) struct NotifyNudge(pub(crate) Arc<Notify>);
 
 impl Nudge for NotifyNudge {
     fn nudge(&self) {
@@ -165,6 +166,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let signatures = signature::build(&shared)?;
     approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
     let mandates = mandate::build(&shared);
+    let identity = identity::build(&shared);
     approvals.register(Arc::new(MandateApprovals::new(
         mandates.clone(),
         merchants.directory.clone(),
@@ -201,6 +203,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         )),
         signatures,
         mandates,
+        identity,
         hosted,
         billing: billing.service,
         rate_limits: billing.rate_limits,

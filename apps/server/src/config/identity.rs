@@ -1,0 +1,54 @@
+//! Identity verification: where the analysis engines and their models are.
+
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct IdentityArgs {
+    /// The directory holding the analysis models (`mrz.traineddata`, put there by
+    /// `scripts/setup-identity.sh`); default `{IDC_DATA_DIR}/models`. Without them the
+    /// service runs and reports those checks `inconclusive` with the reason.
+    #[arg(long, env = "IDC_IDENTITY_MODELS_DIR", global = true)]
+    pub identity_models_dir: Option<PathBuf>,
+    /// The Tesseract OCR executable (Debian's `tesseract-ocr`).
+    #[arg(
+        long,
+        env = "IDC_TESSERACT",
+        global = true,
+        default_value = "tesseract"
+    )]
+    pub tesseract: PathBuf,
+    /// Analyses run at once in this process (each takes about one core while it runs); `0`
+    /// runs none here (an API-only process; another process analyses).
+    #[arg(long, env = "IDC_IDENTITY_WORKERS", global = true, default_value_t = 1)]
+    pub identity_workers: u32,
+}
+
+#[derive(Debug, Clone)]
+pub struct IdentityConfig {
+    pub models_dir: PathBuf,
+    pub tesseract: PathBuf,
+    pub workers: u32,
+}
+
+impl IdentityConfig {
+    /// The defaults for a data directory (tests, embedders).
+    pub fn in_data_dir(data_dir: &Path) -> Self {
+        Self {
+            models_dir: data_dir.join("models"),
+            tesseract: PathBuf::from("tesseract"),
+            workers: 1,
+        }
+    }
+}
+
+impl IdentityArgs {
+    pub fn resolve(self, data_dir: &Path) -> IdentityConfig {
+        IdentityConfig {
+            models_dir: self
+                .identity_models_dir
+                .unwrap_or_else(|| data_dir.join("models")),
+            tesseract: self.tesseract,
+            workers: self.identity_workers.min(64),
+        }
+    }
+}

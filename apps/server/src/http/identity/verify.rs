@@ -1,0 +1,126 @@
+use actix_web::http::StatusCode;
+use actix_web::{HttpResponse, get, post, web};
+use idconsent_kernel::Timestamp;
+use idconsent_verification::SubmitVerification;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use super::requester;
+use super::views::VerificationStatus;
+use crate::context::AppContext;
+use crate::http::auth::{JsonReply, Signed};
+use crate::http::envelope::{Envelope, respond};
+use crate::http::error::{ApiError, ErrorBody};
+
+/// The body limit of this endpoint: three images of at most 10 MiB are about 40 MiB of base64,
+/// plus the rest of the JSON. Between this and the decoded limit the service answers 413.
+pub const IMAGES_BODY_LIMIT: usize = 42 << 20;
+
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerifyIdentityBody {
+    /// `passport`, `national_id` or `drivers_license`.
+    document_type: String,
+    /// Base64 of a JPEG, PNG or WebP image (a `data:image/…;base64,` prefix is accepted); at
+    /// most 10 MiB decoded.
+    document_front: String,
+    /// Required for `national_id` (its MRZ) and `drivers_license` (its PDF417 barcode).
+    document_back: Option<String>,
+    /// Base64 of the holder's selfie.
+    selfie: String,
+    /// ISO 3166-1 alpha-2, upper case.
+    country: String,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct VerificationCreated {
+    /// `idv_…`
+    verification_id: String,
+    /// `processing`.
+    status: &'static str,
+    /// How long analysis usually takes, e.g. `10s`.
+    estimated_time: &'static str,
+    #[schema(value_type = String, format = DateTime)]
+    created_at: Timestamp,
+}
+
+/// Submits a document and a selfie for verification. Analysis runs in the background; the
+/// result comes as `verification.completed` and from the status endpoint. Honours
+/// `Idempotency-Key`; counts against the monthly verification quota (live keys only).
+#[utoipa::path(
+    tag = "identity",
+    security(("signedRequest" = [])),
+    request_body = VerifyIdentityBody,
+    responses(
+        (status = 201, description = "Accepted for analysis", body = Envelope<VerificationCreated>),
+        (status = 400, description = "Malformed body", body = ErrorBody),
+        (status = 401, description = "Signature check failed", body = ErrorBody),
+        (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
+        (status = 413, description = "An image is over 10 MiB", body = ErrorBody),
+        (status = 422, description = "Unknown document type or country, a missing back, or an image that does not decode", body = ErrorBody),
+        (status = 429, description = "The monthly verification quota is used up", body = ErrorBody)
+    )
+)]
+#[post("/v1/identity/verify")]
+pub async fn submit(
+    context: web::Data<AppContext>,
+    signed: Signed<IMAGES_BODY_LIMIT>,
+) -> Result<HttpResponse, ApiError> {
+    signed
+        .idempotent(&context, "POST /v1/identity/verify", || async {
+            let body: VerifyIdentityBody = signed.json()?;
+            let identity = &context.identity;
+            let verification = identity
+                .submit(
+                    &requester(&signed.caller),
+                    SubmitVerification {
+                        document_type: body.document_type,
+                        document_front: body.document_front,
+                        document_back: body.document_back,
+                        selfie: body.selfie,
+                        country: body.country,
+                    },
+                )
+                .await?;
+            JsonReply::envelope(
+                StatusCode::CREATED,
+                "Verification started",
+                VerificationCreated {
+                    verification_id: verification.id.to_string(),
+                    status: verification.status().as_str(),
+                    estimated_time: identity.estimated_time(),
+                    created_at: verification.created_at,
+                },
+            )
+        })
+        .await
+}
+
+/// A verification of the calling application: `processing` until analysed, then `verified`,
+/// `rejected` or `needs_review` with every check and why it came out so.
+#[utoipa::path(
+    tag = "identity",
+    security(("signedRequest" = [])),
+    params(("verificationId" = String, Path, description = "`idv_…`")),
+    responses(
+        (status = 200, description = "The verification", body = Envelope<VerificationStatus>),
+        (status = 404, description = "No such verification for this application", body = ErrorBody)
+    )
+)]
+#[get("/v1/identity/verify/{verificationId}")]
+pub async fn get(
+    context: web::Data<AppContext>,
+    signed: Signed,
+    id: web::Path<String>,
+) -> Result<HttpResponse, ApiError> {
+    let verification = context
+        .identity
+        .get(&requester(&signed.caller), &id)
+        .await?;
+    Ok(respond(
+        StatusCode::OK,
+        "Verification",
+        VerificationStatus::of(&verification),
+    ))
+}

@@ -1,0 +1,46 @@
+//! Identity verification: images in the blob store, jobs in the database, the image adapter
+//! always, Tesseract when it and its model are installed (else the MRZ check says why not).
+
+use std::sync::Arc;
+
+use idconsent_image_analysis::ImageAnalysis;
+use idconsent_ocr_tesseract::TesseractMrz;
+use idconsent_store_diesel::DieselVerificationStore;
+use idconsent_verification::{
+    MrzReader, NotInstalled, VerificationPorts, VerificationService, VerificationSettings,
+};
+
+use super::Shared;
+
+pub fn build(shared: &Shared) -> Arc<VerificationService> {
+    let config = &shared.config.identity;
+    let workers = usize::try_from(config.workers.max(1)).unwrap_or(1);
+    let mrz: Arc<dyn MrzReader> =
+        match TesseractMrz::locate(&config.tesseract, &config.models_dir, workers) {
+            Ok(reader) => Arc::new(reader),
+            Err(reason) => {
+                tracing::warn!(%reason, "identity: MRZ reading unavailable");
+                Arc::new(NotInstalled::new(reason))
+            }
+        };
+    Arc::new(VerificationService::new(
+        VerificationPorts {
+            store: Arc::new(DieselVerificationStore::new(shared.db.clone())),
+            blobs: shared.blobs.clone(),
+            images: Arc::new(ImageAnalysis::new()),
+            mrz,
+            barcodes: Arc::new(NotInstalled::new(
+                "PDF417 reading is not part of this build",
+            )),
+            faces: Arc::new(NotInstalled::new(
+                "face comparison is not part of this build",
+            )),
+            metering: shared.metering.clone(),
+            clock: shared.clock.clone(),
+            ids: shared.ids.clone(),
+            outbox_written: Some(shared.outbox_written()),
+            job_created: Some(Arc::new(super::NotifyNudge(shared.wake.identity.clone()))),
+        },
+        VerificationSettings::default(),
+    ))
+}

@@ -1,0 +1,97 @@
+//! Identity verification in sandbox: submit, the finished status, its event, liveness. The
+//! document is a plain scene (no machine-readable zone) so the bodies are the same whether or
+//! not this machine has the OCR engine; only the reason the zone was not read and the model
+//! list differ, and they are pinned as placeholders (tests/e2e/identity.rs checks them).
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use idconsent_e2e::receiver::Receiver;
+use idconsent_e2e::{TestApp, json};
+use idconsent_image_analysis::fixtures::{natural, screen};
+use reqwest::Method;
+use serde_json::{Value, json};
+
+use super::Contract;
+use super::consents::signed;
+
+/// `data` with the parts that depend on the installed OCR engine replaced.
+fn installation_independent(mut body: Value) -> Value {
+    let data = &mut body["data"];
+    if let Some(findings) = data["findings"].as_array_mut() {
+        for finding in findings {
+            if finding["check"] == "dataExtraction" {
+                finding["reason"] = json!("[why the zone was not read]");
+            }
+        }
+    }
+    if data["models"].is_array() {
+        data["models"] =
+            json!([{"name": "[model]", "version": "[this installation's]", "sha256": "[sha256]"}]);
+    }
+    body
+}
+
+pub async fn walk(app: &TestApp, contract: &mut Contract) {
+    let receiver = Receiver::start().await;
+    let merchant = app.register_merchant().await;
+    let application = app.application_calling(&merchant, &receiver.url).await;
+    let body = json!({
+        "documentType": "passport",
+        "documentFront": BASE64.encode(natural(11)),
+        "selfie": BASE64.encode(natural(12)),
+        "country": "SE",
+    });
+    let created = contract
+        .response(
+            "POST /v1/identity/verify",
+            "",
+            signed(
+                app,
+                &application,
+                Method::POST,
+                "/v1/identity/verify",
+                Some(&body),
+            )
+            .await,
+        )
+        .await;
+    let id = created["data"]["verificationId"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let event = receiver
+        .wait_for(|received| {
+            received
+                .iter()
+                .find(|r| r.event_type() == "verification.completed")
+                .cloned()
+        })
+        .await;
+    let path = format!("/v1/identity/verify/{id}");
+    let finished = json(
+        signed(app, &application, Method::GET, &path, None).await,
+        200,
+    )
+    .await;
+    contract.body(
+        "GET /v1/identity/verify/{verificationId}",
+        200,
+        "needs_review",
+        &installation_independent(finished),
+    );
+    contract.event_body("", &installation_independent(event.json()));
+    contract
+        .response(
+            "POST /v1/identity/biometrics/liveness",
+            "screen replay",
+            signed(
+                app,
+                &application,
+                Method::POST,
+                "/v1/identity/biometrics/liveness",
+                Some(&json!({"image": BASE64.encode(screen(1)), "challenge": "smile"})),
+            )
+            .await,
+        )
+        .await;
+}
