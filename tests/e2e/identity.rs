@@ -12,6 +12,7 @@ use idconsent_e2e::scenario::Application;
 use idconsent_e2e::{TestApp, error, json, on_both_backends};
 use idconsent_image_analysis::fixtures::{natural, screen};
 use idconsent_ocr_tesseract::fixtures;
+use idconsent_verification::aamva::compose_aamva;
 use idconsent_verification::mrz::compose_td3;
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
@@ -19,6 +20,7 @@ use serde_json::{Value, json};
 on_both_backends!(
     a_passport_is_read_back_and_the_merchant_hears_it,
     a_tampered_check_digit_is_rejected,
+    a_licence_back_is_read_from_its_barcode,
     bad_requests_are_refused_and_change_nothing,
     a_process_dying_during_analysis_loses_no_job,
     liveness_names_a_screen_replay_and_never_claims_certainty,
@@ -204,6 +206,44 @@ async fn a_tampered_check_digit_is_rejected(app: TestApp) {
     assert!(data["extractedData"].is_null());
     let reasons = data["findings"].to_string();
     assert!(reasons.contains("birthDate"), "{reasons}");
+}
+
+async fn a_licence_back_is_read_from_its_barcode(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let payload = compose_aamva(
+        "636014",
+        &[
+            ("DAQ", "D7654321"),
+            ("DCS", "NAKAMURA"),
+            ("DAC", "HIRO"),
+            ("DBB", "11301979"),
+            ("DBA", "11302031"),
+            ("DBC", "1"),
+            ("DAJ", "WA"),
+            ("DCG", "USA"),
+        ],
+    );
+    let back = idconsent_barcode_rxing::fixtures::licence_back(&payload);
+    let body = body("drivers_license", &natural(8), Some(&back), &natural(9));
+    let id = submit(&app, &application, &body).await;
+    let data = finished(&app, &application, &id).await;
+    assert_eq!(data["checks"]["dataExtraction"], "completed", "{data}");
+    assert_eq!(
+        data["extractedData"],
+        json!({
+            "firstName": "HIRO", "lastName": "NAKAMURA", "dateOfBirth": "1979-11-30",
+            "documentNumber": "D7654321", "expiryDate": "2031-11-30", "nationality": "USA"
+        })
+    );
+    // A truncated payload is no AAMVA card: the structure check fails it.
+    let cut = idconsent_barcode_rxing::fixtures::licence_back(&payload[..payload.len() - 20]);
+    let body = self::body("drivers_license", &natural(8), Some(&cut), &natural(9));
+    let id = submit(&app, &application, &body).await;
+    let data = finished(&app, &application, &id).await;
+    assert_eq!(data["checks"]["dataExtraction"], "failed", "{data}");
+    assert_eq!(data["checks"]["documentAuthenticity"], "failed");
+    assert_eq!(data["status"], "rejected");
 }
 
 async fn bad_requests_are_refused_and_change_nothing(app: TestApp) {

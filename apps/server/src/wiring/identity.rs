@@ -1,8 +1,10 @@
 //! Identity verification: images in the blob store, jobs in the database, the image adapter
-//! always, Tesseract when it and its model are installed (else the MRZ check says why not).
+//! and the PDF417 reader always, Tesseract when it and its model are installed (else the MRZ
+//! check says why not).
 
 use std::sync::Arc;
 
+use idconsent_barcode_rxing::RxingPdf417;
 use idconsent_image_analysis::ImageAnalysis;
 use idconsent_ocr_tesseract::TesseractMrz;
 use idconsent_store_diesel::DieselVerificationStore;
@@ -29,9 +31,7 @@ pub fn build(shared: &Shared) -> Arc<VerificationService> {
             blobs: shared.blobs.clone(),
             images: Arc::new(ImageAnalysis::new()),
             mrz,
-            barcodes: Arc::new(NotInstalled::new(
-                "PDF417 reading is not part of this build",
-            )),
+            barcodes: Arc::new(RxingPdf417::new()),
             faces: Arc::new(NotInstalled::new(
                 "face comparison is not part of this build",
             )),
