@@ -26,6 +26,9 @@ on_both_backends!(
     liveness_names_a_screen_replay_and_never_claims_certainty,
 );
 
+#[cfg(feature = "faces")]
+on_both_backends!(the_holders_face_matches_and_another_does_not);
+
 const PASSPORT: (&str, &str, &str, &str, char, &str) = (
     "ERIKSSON",
     "ANNA MARIA",
@@ -459,4 +462,42 @@ async fn liveness_names_a_screen_replay_and_never_claims_certainty(app: TestApp)
     error(bad, 422, "validation_error").await;
     let not_image = judge(b"plain text".to_vec(), None).await;
     error(not_image, 422, "validation_error").await;
+}
+
+/// The server built with `--features faces` (CI): the holder's selfie matches the portrait on
+/// the passport, someone else's does not and rejects the verification.
+#[cfg(feature = "faces")]
+async fn the_holders_face_matches_and_another_does_not(app: TestApp) {
+    use idconsent_e2e::identity::portrait;
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let astronaut = portrait("astronaut.png");
+    let front = fixtures::passport(&passport_mrz(), Some(&astronaut), 1.0).unwrap();
+
+    let id = submit(
+        &app,
+        &application,
+        &body("passport", &front, None, &astronaut),
+    )
+    .await;
+    let holder = finished(&app, &application, &id).await;
+    assert_eq!(holder["checks"]["faceMatch"], "passed", "{holder}");
+    assert!(holder["faceDistance"].as_f64().unwrap() <= 0.5);
+    let names: Vec<&str> = holder["models"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|model| model["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"dlib_face_recognition_resnet_model_v1.dat"),
+        "{names:?}"
+    );
+
+    let other = portrait("camera.png");
+    let id = submit(&app, &application, &body("passport", &front, None, &other)).await;
+    let stranger = finished(&app, &application, &id).await;
+    assert_eq!(stranger["checks"]["faceMatch"], "failed", "{stranger}");
+    assert!(stranger["faceDistance"].as_f64().unwrap() >= 0.65);
+    assert_eq!(stranger["status"], "rejected");
 }

@@ -26,3 +26,17 @@ pub fn ocr_available() -> bool {
         }
     }
 }
+
+/// A test portrait `scripts/setup-identity.sh` put in `data/fixtures/faces` (`astronaut.png`,
+/// `camera.png`, `coffee.png`: public-domain and CC0 standard test images).
+pub fn portrait(name: &str) -> Vec<u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../data/fixtures/faces")
+        .join(name);
+    std::fs::read(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing: run scripts/setup-identity.sh",
+            path.display()
+        )
+    })
+}

@@ -24,7 +24,16 @@ fn stages(c: &mut Criterion) {
     let reader = TesseractMrz::locate(Path::new("tesseract"), &models, 1)
         .expect("run scripts/setup-identity.sh first");
     let mrz = compose_td3(
-        "P", "UTO", "ERIKSSON", "ANNA MARIA", "L898902C3", "UTO", "740812", 'F', "320415", "",
+        "P",
+        "UTO",
+        "ERIKSSON",
+        "ANNA MARIA",
+        "L898902C3",
+        "UTO",
+        "740812",
+        'F',
+        "320415",
+        "",
     );
     let passport = fixtures::passport(&mrz, None, 1.5).unwrap();
     let text = runtime.block_on(reader.read_mrz(&passport)).unwrap();
@@ -51,7 +60,11 @@ fn stages(c: &mut Criterion) {
     });
     group.bench_function("mrz parse", |b| b.iter(|| parse_mrz(&text, 2026).unwrap()));
     group.bench_function("liveness signals (640×480 JPEG)", |b| {
-        b.iter(|| runtime.block_on(ImageAnalysis.liveness_signals(&selfie)).unwrap())
+        b.iter(|| {
+            runtime
+                .block_on(ImageAnalysis.liveness_signals(&selfie))
+                .unwrap()
+        })
     });
     group.bench_function("pdf417 read (licence back)", |b| {
         b.iter(|| runtime.block_on(RxingPdf417.read_pdf417(&licence)).unwrap())

@@ -38,10 +38,27 @@ impl Lcg {
 }
 
 const SURNAMES: [&str; 10] = [
-    "ERIKSSON", "MUSTERMANN", "OKAFOR", "NGUYEN", "GARCIA LOPEZ", "OBRIEN", "KOWALSKA",
-    "SATO", "VAN DER BERG", "ABDULLAH",
+    "ERIKSSON",
+    "MUSTERMANN",
+    "OKAFOR",
+    "NGUYEN",
+    "GARCIA LOPEZ",
+    "OBRIEN",
+    "KOWALSKA",
+    "SATO",
+    "VAN DER BERG",
+    "ABDULLAH",
 ];
-const GIVEN: [&str; 8] = ["ANNA MARIA", "ERIKA", "CHINEDU", "THI MAI", "JOSE LUIS", "SEAN", "ZOFIA", "YUKI"];
+const GIVEN: [&str; 8] = [
+    "ANNA MARIA",
+    "ERIKA",
+    "CHINEDU",
+    "THI MAI",
+    "JOSE LUIS",
+    "SEAN",
+    "ZOFIA",
+    "YUKI",
+];
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -79,7 +96,10 @@ async fn generated_documents_read_back() {
                     && data.given_names == given
                     && data.document_number == number
                     && data.sex == Some(sex);
-                assert!(right, "a wrong read passed every check digit: {lines:?} → {data:?}");
+                assert!(
+                    right,
+                    "a wrong read passed every check digit: {lines:?} → {data:?}"
+                );
                 exact += 1;
             }
             Err(error) => {

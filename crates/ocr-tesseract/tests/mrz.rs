@@ -120,6 +120,13 @@ fn dump() {
     );
     let image = fixtures::passport(&mrz, None, 2.0).unwrap();
     std::fs::write("/tmp/passport.jpg", &image).unwrap();
+    if let Ok(photo) = std::fs::read("/tmp/faces/astronaut.png") {
+        let page = fixtures::passport(&mrz, Some(&photo), 1.0).unwrap();
+        image::load_from_memory(&page)
+            .unwrap()
+            .save("/tmp/passport-photo.png")
+            .unwrap();
+    }
     std::fs::write(
         "/tmp/passport-prepared.png",
         idconsent_ocr_tesseract::prepare(&image).unwrap(),

@@ -1,7 +1,8 @@
 //! Identity verification in sandbox: submit, the finished status, its event, liveness. The
 //! document is a plain scene (no machine-readable zone) so the bodies are the same whether or
-//! not this machine has the OCR engine; only the reason the zone was not read and the model
-//! list differ, and they are pinned as placeholders (tests/e2e/identity.rs checks them).
+//! not this machine has the OCR engine or the binary the face matcher; only the reasons the
+//! zone was not read and the faces not compared, and the model list, differ, and they are
+//! pinned as placeholders (tests/e2e/identity.rs checks them).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
@@ -21,6 +22,9 @@ fn installation_independent(mut body: Value) -> Value {
         for finding in findings {
             if finding["check"] == "dataExtraction" {
                 finding["reason"] = json!("[why the zone was not read]");
+            }
+            if finding["check"] == "faceMatch" {
+                finding["reason"] = json!("[why the faces were not compared]");
             }
         }
     }

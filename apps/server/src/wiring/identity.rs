@@ -9,10 +9,30 @@ use idconsent_image_analysis::ImageAnalysis;
 use idconsent_ocr_tesseract::TesseractMrz;
 use idconsent_store_diesel::DieselVerificationStore;
 use idconsent_verification::{
-    MrzReader, NotInstalled, VerificationPorts, VerificationService, VerificationSettings,
+    FaceMatcher, MrzReader, NotInstalled, VerificationPorts, VerificationService,
+    VerificationSettings,
 };
 
 use super::Shared;
+
+/// dlib when the binary was built with `--features faces` and the models are installed.
+#[cfg(feature = "faces")]
+fn face_matcher(config: &crate::config::IdentityConfig) -> Arc<dyn FaceMatcher> {
+    match idconsent_face_dlib::DlibFaces::locate(&config.models_dir) {
+        Ok(matcher) => Arc::new(matcher),
+        Err(reason) => {
+            tracing::warn!(%reason, "identity: face comparison unavailable");
+            Arc::new(NotInstalled::new(reason))
+        }
+    }
+}
+
+#[cfg(not(feature = "faces"))]
+fn face_matcher(_config: &crate::config::IdentityConfig) -> Arc<dyn FaceMatcher> {
+    Arc::new(NotInstalled::new(
+        "face comparison is not part of this build (build with --features faces)",
+    ))
+}
 
 pub fn build(shared: &Shared) -> Arc<VerificationService> {
     let config = &shared.config.identity;
@@ -32,9 +52,7 @@ pub fn build(shared: &Shared) -> Arc<VerificationService> {
             images: Arc::new(ImageAnalysis::new()),
             mrz,
             barcodes: Arc::new(RxingPdf417::new()),
-            faces: Arc::new(NotInstalled::new(
-                "face comparison is not part of this build",
-            )),
+            faces: face_matcher(config),
             metering: shared.metering.clone(),
             clock: shared.clock.clone(),
             ids: shared.ids.clone(),
