@@ -49,3 +49,21 @@ async fn an_image_without_a_symbol_has_none() {
         None
     );
 }
+
+#[tokio::test]
+async fn the_reader_passes_the_barcode_reader_contract() {
+    let short = compose_aamva("636015", &[("DAQ", "X1"), ("DCS", "LEE"), ("DAC", "KIM")]);
+    let samples = [
+        (fixtures::licence_back(&payload()), payload()),
+        (fixtures::licence_back(&short), short),
+    ];
+    let blank = image::RgbImage::from_pixel(800, 500, image::Rgb([230, 230, 230]));
+    let mut bytes = std::io::Cursor::new(Vec::new());
+    blank.write_to(&mut bytes, image::ImageFormat::Png).unwrap();
+    idconsent_verification::analysis_contract::barcode_reader(
+        &RxingPdf417,
+        &samples,
+        &bytes.into_inner(),
+    )
+    .await;
+}

@@ -84,3 +84,20 @@ async fn a_picture_without_a_face_says_where_it_was_missing() {
         FaceComparison::NoFace(FaceSource::Document)
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_matcher_passes_the_face_matcher_contract() {
+    let Some((matcher, faces)) = matcher() else {
+        return;
+    };
+    let read = |name: &str| std::fs::read(faces.join(name)).unwrap();
+    let astronaut = read("astronaut.png");
+    idconsent_verification::analysis_contract::face_matcher(
+        &matcher,
+        &passport_with(&astronaut),
+        &astronaut,
+        &read("camera.png"),
+        &read("coffee.png"),
+    )
+    .await;
+}

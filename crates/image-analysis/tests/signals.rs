@@ -100,3 +100,12 @@ async fn calibration() {
         }
     }
 }
+
+#[tokio::test]
+async fn the_analyzer_passes_the_image_analyzer_contract() {
+    idconsent_verification::analysis_contract::image_analyzer(
+        &ImageAnalysis,
+        &[natural(1), screen(2), print(3)],
+    )
+    .await;
+}

@@ -133,3 +133,43 @@ fn dump() {
     )
     .unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_reader_passes_the_mrz_reader_contract() {
+    let Some(reader) = reader() else { return };
+    let passport = compose_td3(
+        "P",
+        "UTO",
+        "ERIKSSON",
+        "ANNA MARIA",
+        "L898902C3",
+        "UTO",
+        "740812",
+        'F',
+        "320415",
+        "",
+    );
+    let card = compose_td1(
+        "I",
+        "UTO",
+        "D23145890",
+        "",
+        "740812",
+        'F',
+        "320415",
+        "UTO",
+        "",
+        "ERIKSSON",
+        "ANNA",
+    );
+    let samples = [
+        (
+            fixtures::passport(&passport, None, 2.0).unwrap(),
+            "L898902C3",
+        ),
+        (fixtures::id_card_back(&card, -2.0).unwrap(), "D23145890"),
+    ];
+    let blank =
+        fixtures::id_card_back(&[String::new(), String::new(), String::new()], 0.0).unwrap();
+    idconsent_verification::analysis_contract::mrz_reader(&reader, &samples, &blank).await;
+}

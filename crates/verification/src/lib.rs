@@ -13,6 +13,8 @@ mod service;
 pub mod verdict;
 
 #[cfg(feature = "contract")]
+pub mod analysis_contract;
+#[cfg(feature = "contract")]
 pub mod contract;
 pub mod testing;
 

@@ -1,17 +1,22 @@
-//! An in-memory [`VerificationStore`] for service tests; it passes the same contract suite as
-//! the diesel adapter. One lock around everything makes each operation atomic; outbox entries
-//! go to an [`InMemoryDeliveries`]. Charges are not judged here (no plans in memory).
+//! Test doubles: an in-memory [`VerificationStore`] that passes the same contract suite as the
+//! diesel adapter (one lock around everything makes each operation atomic; outbox entries go to
+//! an [`InMemoryDeliveries`]; charges are not judged here, no plans in memory), scripted analysis
+//! engines, and images in memory.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use idconsent_kernel::Timestamp;
 use idconsent_kernel::id::VerificationId;
+use idconsent_kernel::{BlobError, BlobStore, Timestamp};
 use idconsent_webhook::Effects;
 use idconsent_webhook::testing::InMemoryDeliveries;
 
-use crate::model::Verification;
+use crate::analysis::{
+    AnalysisError, BarcodeReader, FaceComparison, FaceMatcher, FaceSource, ImageAnalyzer,
+    ImageFacts, ImageFormat, ImageRejection, MrzReader,
+};
+use crate::model::{LivenessSignals, ModelUsed, Verification};
 use crate::ports::{StoreError, VerificationStore};
 
 #[derive(Debug)]
@@ -119,4 +124,139 @@ mod contract {
     }
 
     crate::verification_store_contract!(stores);
+}
+
+/// Analysis engines for service tests: each answers what the test registered for an image's
+/// bytes, as an engine that read them would; unregistered images read as nothing found.
+/// `inspect` accepts what starts like a JPEG, PNG or WebP file.
+#[derive(Debug, Default)]
+pub struct ScriptedAnalysis {
+    mrz: Mutex<BTreeMap<Vec<u8>, String>>,
+    barcodes: Mutex<BTreeMap<Vec<u8>, String>>,
+    /// A face's "embedding": a point whose distance to another is the comparison.
+    faces: Mutex<BTreeMap<Vec<u8>, (f64, f64)>>,
+}
+
+impl ScriptedAnalysis {
+    pub fn mrz(&self, image: &[u8], text: &str) {
+        lock(&self.mrz).insert(image.to_vec(), text.to_owned());
+    }
+    pub fn barcode(&self, image: &[u8], payload: &str) {
+        lock(&self.barcodes).insert(image.to_vec(), payload.to_owned());
+    }
+    pub fn face(&self, image: &[u8], at: (f64, f64)) {
+        lock(&self.faces).insert(image.to_vec(), at);
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A minimal file of `format`'s signature followed by `tag`, which the scripted inspector
+/// accepts (tests register readings under these bytes).
+pub fn image_bytes(format: ImageFormat, tag: &str) -> Vec<u8> {
+    let mut bytes = match format {
+        ImageFormat::Jpeg => vec![0xFF, 0xD8, 0xFF, 0xE0],
+        ImageFormat::Png => b"\x89PNG\r\n\x1a\n".to_vec(),
+        ImageFormat::Webp => b"RIFF\0\0\0\0WEBPVP8 ".to_vec(),
+    };
+    bytes.extend_from_slice(tag.as_bytes());
+    bytes
+}
+
+#[async_trait]
+impl ImageAnalyzer for ScriptedAnalysis {
+    async fn inspect(&self, bytes: &[u8]) -> Result<ImageFacts, ImageRejection> {
+        let format = if bytes.starts_with(&[0xFF, 0xD8, 0xFF]) {
+            ImageFormat::Jpeg
+        } else if bytes.starts_with(b"\x89PNG") {
+            ImageFormat::Png
+        } else if bytes.starts_with(b"RIFF") && bytes.get(8..12) == Some(b"WEBP") {
+            ImageFormat::Webp
+        } else {
+            return Err(ImageRejection::NotAnImage);
+        };
+        Ok(ImageFacts {
+            format,
+            width: 640,
+            height: 480,
+        })
+    }
+
+    async fn liveness_signals(&self, _image: &[u8]) -> Result<LivenessSignals, AnalysisError> {
+        Ok(LivenessSignals {
+            moire: 5.0,
+            halftone: 1.5,
+            sharpness: 90.0,
+            pixels: 640 * 480,
+            screen_sized: false,
+            jpeg_quality: Some(90),
+        })
+    }
+}
+
+#[async_trait]
+impl MrzReader for ScriptedAnalysis {
+    async fn read_mrz(&self, image: &[u8]) -> Result<String, AnalysisError> {
+        Ok(lock(&self.mrz).get(image).cloned().unwrap_or_default())
+    }
+    fn models(&self) -> Vec<ModelUsed> {
+        vec![ModelUsed {
+            name: "scripted-mrz".into(),
+            version: "test".into(),
+            sha256: "0".repeat(64),
+        }]
+    }
+}
+
+#[async_trait]
+impl BarcodeReader for ScriptedAnalysis {
+    async fn read_pdf417(&self, image: &[u8]) -> Result<Option<String>, AnalysisError> {
+        Ok(lock(&self.barcodes).get(image).cloned())
+    }
+}
+
+#[async_trait]
+impl FaceMatcher for ScriptedAnalysis {
+    async fn compare(
+        &self,
+        document: &[u8],
+        selfie: &[u8],
+    ) -> Result<FaceComparison, AnalysisError> {
+        let faces = lock(&self.faces);
+        let Some(on_document) = faces.get(document) else {
+            return Ok(FaceComparison::NoFace(FaceSource::Document));
+        };
+        let Some(in_selfie) = faces.get(selfie) else {
+            return Ok(FaceComparison::NoFace(FaceSource::Selfie));
+        };
+        let (dx, dy) = (on_document.0 - in_selfie.0, on_document.1 - in_selfie.1);
+        Ok(FaceComparison::Distance((dx * dx + dy * dy).sqrt()))
+    }
+    fn models(&self) -> Vec<ModelUsed> {
+        Vec::new()
+    }
+}
+
+/// Images in memory (the kernel's `BlobStore` port).
+#[derive(Debug, Default)]
+pub struct InMemoryBlobs(Mutex<BTreeMap<String, Vec<u8>>>);
+
+impl InMemoryBlobs {
+    /// Loses every image, as a misconfigured or wiped object store would.
+    pub fn clear(&self) {
+        lock(&self.0).clear();
+    }
+}
+
+#[async_trait]
+impl BlobStore for InMemoryBlobs {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
+        lock(&self.0).insert(key.to_owned(), bytes);
+        Ok(())
+    }
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
+        Ok(lock(&self.0).get(key).cloned())
+    }
 }
