@@ -6,6 +6,9 @@
 #   scripts/load.sh mandates         signed POST /v1/service/mandates (issue 14)
 #   scripts/load.sh qr-image         GET /v1/qr/{id}/image, no auth (issue 14)
 #   scripts/load.sh signatures       signed POST /v1/signature/documents, 1 MiB PDF (issue 15)
+#   scripts/load.sh identity         signed POST /v1/identity/verify, generated passport + selfie,
+#                                    analysed meanwhile (IDC_IDENTITY_WORKERS; models from
+#                                    data/models, scripts/setup-identity.sh) (issue 16)
 #
 # The server runs pinned to core 0, the load generator (tests/src/bin/loadgen/) to core 1.
 # Each request is signed afresh (signatures are accepted once, so oha/wrk cannot be used).
@@ -31,12 +34,12 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-SCENARIO=${1:?usage: scripts/load.sh consents|oauth-exchange|mandates|qr-image|signatures}
+SCENARIO=${1:?usage: scripts/load.sh consents|oauth-exchange|mandates|qr-image|signatures|identity}
 
 case $SCENARIO in
-  consents|mandates|qr-image|signatures) DURATION=${DURATION:-20} ;;
+  consents|mandates|qr-image|signatures|identity) DURATION=${DURATION:-20} ;;
   oauth-exchange) DURATION=${DURATION:-10} ;;
-  *) echo "unknown scenario $SCENARIO (consents | oauth-exchange | mandates | qr-image | signatures)" >&2; exit 2 ;;
+  *) echo "unknown scenario $SCENARIO (consents | oauth-exchange | mandates | qr-image | signatures | identity)" >&2; exit 2 ;;
 esac
 WARMUP=${WARMUP:-2}
 CODES=${CODES:-$(( (DURATION + WARMUP) * 10000 ))}
@@ -78,7 +81,7 @@ else
   DATABASE_URL=sqlite://$DATA/idconsent.db
   echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
 fi
-IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=$DATABASE_URL IDC_BIND=127.0.0.1:$PORT \
+IDC_IDENTITY_MODELS_DIR=${IDC_IDENTITY_MODELS_DIR:-$PWD/data/models} IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=$DATABASE_URL IDC_BIND=127.0.0.1:$PORT \
   IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$SERVER_BIN" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
 SERVER_PID=$!
 for _ in $(seq 1 100); do

@@ -89,7 +89,11 @@ impl TesseractMrz {
             .acquire()
             .await
             .map_err(|error| failed(error.to_string()))?;
-        let mut child = Command::new(&self.binary)
+        // At the lowest priority: on a core shared with the API, requests come first and OCR
+        // takes what is left (docs/performance.md).
+        let mut child = Command::new("nice")
+            .args(["-n", "19"])
+            .arg(&self.binary)
             .args(["stdin", "stdout", "--tessdata-dir"])
             .arg(&self.models_dir)
             .args(["-l", "mrz", "--psm", "6", "-c"])

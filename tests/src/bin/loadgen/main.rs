@@ -50,6 +50,9 @@ enum Scenario {
     QrImage,
     /// Signed `POST /v1/signature/documents` with a 1 MiB PDF and one signer.
     Signatures,
+    /// Signed `POST /v1/identity/verify` of a generated passport and selfie (analysis runs
+    /// in the server's background workers meanwhile).
+    Identity,
 }
 
 #[derive(Debug, Clone, Parser)]
@@ -197,23 +200,35 @@ async fn main() {
         Scenario::Signatures => {
             let document = base64::engine::general_purpose::STANDARD
                 .encode(idconsent_e2e::pdf::padded_pdf(1, "", 1 << 20));
-            let body = serde_json::to_vec(&serde_json::json!({
+            let body = serde_json::json!({
                 "document": document,
                 "signers": [{"email": "ann@example.com", "name": "Ann Lee"}],
-            }))
-            .unwrap();
-            let endpoint = format!("{base}/v1/signature/documents");
-            let probe = post_signed(&reqwest::Client::new(), &endpoint, &args, body.clone())
-                .await
-                .expect("the probe request failed");
-            let status = probe.status().as_u16();
-            let text = probe.text().await.unwrap_or_default();
-            assert!(
-                status == 201,
-                "the probe request was refused: {status} {text}"
+            });
+            fixed_body(&args, format!("{base}/v1/signature/documents"), &body).await
+        }
+        Scenario::Identity => {
+            let encode = |bytes: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(bytes);
+            let mrz = idconsent_verification::mrz::compose_td3(
+                "P",
+                "UTO",
+                "ERIKSSON",
+                "ANNA MARIA",
+                "L898902C3",
+                "UTO",
+                "740812",
+                'F',
+                "320415",
+                "",
             );
-            println!("probe: 201, request body {} bytes", body.len());
-            Plan::Signatures { endpoint, body }
+            let passport = idconsent_ocr_tesseract::fixtures::passport(&mrz, None, 1.5)
+                .expect("scripts/setup-identity.sh installs the OCR-B font");
+            let body = serde_json::json!({
+                "documentType": "passport",
+                "documentFront": encode(passport),
+                "selfie": encode(idconsent_image_analysis::fixtures::natural(1)),
+                "country": "SE",
+            });
+            fixed_body(&args, format!("{base}/v1/identity/verify"), &body).await
         }
         Scenario::QrImage => {
             let generated = post_signed(
@@ -362,6 +377,22 @@ async fn main() {
 }
 
 /// What the connections send.
+/// A plan that posts `body` to `endpoint` every time, after a probe that must answer 201.
+async fn fixed_body(args: &Args, endpoint: String, body: &serde_json::Value) -> Plan {
+    let body = serde_json::to_vec(body).unwrap();
+    let probe = post_signed(&reqwest::Client::new(), &endpoint, args, body.clone())
+        .await
+        .expect("the probe request failed");
+    let status = probe.status().as_u16();
+    let text = probe.text().await.unwrap_or_default();
+    assert!(
+        status == 201,
+        "the probe request was refused: {status} {text}"
+    );
+    println!("probe: 201, request body {} bytes", body.len());
+    Plan::FixedBody { endpoint, body }
+}
+
 enum Plan {
     Consents {
         endpoint: String,
@@ -381,7 +412,8 @@ enum Plan {
         endpoint: String,
     },
     /// The same 1 MiB document each time (a signature request is not deduplicated).
-    Signatures {
+    /// The same body every time (an upload).
+    FixedBody {
         endpoint: String,
         body: Vec<u8>,
     },
@@ -394,7 +426,7 @@ impl Plan {
             | Plan::Exchange { endpoint, .. }
             | Plan::Mandates { endpoint, .. }
             | Plan::QrImage { endpoint }
-            | Plan::Signatures { endpoint, .. } => endpoint,
+            | Plan::FixedBody { endpoint, .. } => endpoint,
         }
     }
 
@@ -406,7 +438,13 @@ impl Plan {
             } => Some(body(&args.client_id, &recipient(*run, n), callback_url)),
             Plan::Mandates { run, .. } => Some(mandate_body(&recipient(*run, n))),
             Plan::QrImage { .. } => Some(Vec::new()),
-            Plan::Signatures { body, .. } => Some(body.clone()),
+            // Trailing spaces keep two requests signed in the same millisecond distinct: the
+            // server accepts a signature once.
+            Plan::FixedBody { body, .. } => {
+                let mut body = body.clone();
+                body.resize(body.len() + (n % 512) as usize, b' ');
+                Some(body)
+            }
             Plan::Exchange {
                 codes, exhausted, ..
             } => {
