@@ -13,7 +13,7 @@ use idconsent_e2e::{TestApp, error, json, on_both_backends};
 use idconsent_image_analysis::fixtures::{natural, screen};
 use idconsent_ocr_tesseract::fixtures;
 use idconsent_verification::aamva::compose_aamva;
-use idconsent_verification::mrz::compose_td3;
+use idconsent_verification::mrz::specimen_td3;
 use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
@@ -28,22 +28,6 @@ on_both_backends!(
 
 #[cfg(feature = "faces")]
 on_both_backends!(the_holders_face_matches_and_another_does_not);
-
-const PASSPORT: (&str, &str, &str, &str, char, &str) = (
-    "ERIKSSON",
-    "ANNA MARIA",
-    "L898902C3",
-    "740812",
-    'F',
-    "320415",
-);
-
-fn passport_mrz() -> [String; 2] {
-    let (surname, given, number, birth, sex, expiry) = PASSPORT;
-    compose_td3(
-        "P", "UTO", surname, given, number, "UTO", birth, sex, expiry, "",
-    )
-}
 
 fn body(document_type: &str, front: &[u8], back: Option<&[u8]>, selfie: &[u8]) -> Value {
     let mut body = json!({
@@ -145,7 +129,7 @@ async fn a_passport_is_read_back_and_the_merchant_hears_it(app: TestApp) {
     let receiver = Receiver::start().await;
     let merchant = app.register_merchant().await;
     let application = app.application_calling(&merchant, &receiver.url).await;
-    let front = fixtures::passport(&passport_mrz(), None, 1.5).unwrap();
+    let front = fixtures::passport(&specimen_td3(), None, 1.5).unwrap();
     let id = submit(
         &app,
         &application,
@@ -154,12 +138,12 @@ async fn a_passport_is_read_back_and_the_merchant_hears_it(app: TestApp) {
     .await;
     let data = finished(&app, &application, &id).await;
 
-    let (surname, given, number, ..) = PASSPORT;
+    // The ICAO specimen, as printed.
     assert_eq!(
         data["extractedData"],
         json!({
-            "firstName": given, "lastName": surname, "dateOfBirth": "1974-08-12",
-            "documentNumber": number, "expiryDate": "2032-04-15", "nationality": "UTO"
+            "firstName": "ANNA MARIA", "lastName": "ERIKSSON", "dateOfBirth": "1974-08-12",
+            "documentNumber": "L898902C3", "expiryDate": "2032-04-15", "nationality": "UTO"
         })
     );
     let checks = &data["checks"];
@@ -190,7 +174,7 @@ async fn a_tampered_check_digit_is_rejected(app: TestApp) {
     }
     let merchant = app.register_merchant().await;
     let application = app.application(&merchant).await;
-    let mut mrz = passport_mrz();
+    let mut mrz = specimen_td3();
     // The birth date's check digit (line 2, position 20) no longer matches the date.
     let mut line: Vec<char> = mrz[1].chars().collect();
     line[19] = if line[19] == '1' { '7' } else { '1' };
@@ -381,7 +365,7 @@ async fn a_process_dying_during_analysis_loses_no_job(mut app: TestApp) {
     // Only the stuck process runs now: it takes the job and hangs in OCR.
     app.stop_server().await;
     app.base = stuck_process.url();
-    let front = fixtures::passport(&passport_mrz(), None, 0.5).unwrap();
+    let front = fixtures::passport(&specimen_td3(), None, 0.5).unwrap();
     let id = submit(
         &app,
         &application,
@@ -472,7 +456,7 @@ async fn the_holders_face_matches_and_another_does_not(app: TestApp) {
     let merchant = app.register_merchant().await;
     let application = app.application(&merchant).await;
     let astronaut = portrait("astronaut.png");
-    let front = fixtures::passport(&passport_mrz(), Some(&astronaut), 1.0).unwrap();
+    let front = fixtures::passport(&specimen_td3(), Some(&astronaut), 1.0).unwrap();
 
     let id = submit(
         &app,

@@ -12,7 +12,7 @@ use idconsent_barcode_rxing::RxingPdf417;
 use idconsent_image_analysis::ImageAnalysis;
 use idconsent_ocr_tesseract::{TesseractMrz, fixtures, prepare};
 use idconsent_verification::aamva::compose_aamva;
-use idconsent_verification::mrz::{compose_td3, parse_mrz};
+use idconsent_verification::mrz::{parse_mrz, specimen_td3};
 use idconsent_verification::{BarcodeReader, ImageAnalyzer, MrzReader};
 
 fn stages(c: &mut Criterion) {
@@ -23,18 +23,7 @@ fn stages(c: &mut Criterion) {
     let models = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/models");
     let reader = TesseractMrz::locate(Path::new("tesseract"), &models, 1)
         .expect("run scripts/setup-identity.sh first");
-    let mrz = compose_td3(
-        "P",
-        "UTO",
-        "ERIKSSON",
-        "ANNA MARIA",
-        "L898902C3",
-        "UTO",
-        "740812",
-        'F',
-        "320415",
-        "",
-    );
+    let mrz = specimen_td3();
     let passport = fixtures::passport(&mrz, None, 1.5).unwrap();
     let text = runtime.block_on(reader.read_mrz(&passport)).unwrap();
     let selfie = idconsent_image_analysis::fixtures::natural(1);

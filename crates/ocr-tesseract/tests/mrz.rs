@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use idconsent_ocr_tesseract::{TesseractMrz, fixtures};
 use idconsent_verification::MrzReader;
-use idconsent_verification::mrz::{compose_td1, compose_td3, parse_mrz};
+use idconsent_verification::mrz::{compose_td3, parse_mrz, specimen_td1, specimen_td3};
 
 fn reader() -> Option<TesseractMrz> {
     let models = std::env::var_os("IDC_IDENTITY_MODELS_DIR")
@@ -74,19 +74,7 @@ async fn a_generated_passport_reads_back_field_for_field() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_generated_id_card_back_reads_back() {
     let Some(reader) = reader() else { return };
-    let mrz = compose_td1(
-        "I",
-        "UTO",
-        "D23145890",
-        "",
-        "740812",
-        'F',
-        "320415",
-        "UTO",
-        "",
-        "ERIKSSON",
-        "ANNA MARIA",
-    );
+    let mrz = specimen_td1();
     let image = fixtures::id_card_back(&mrz, -1.0).unwrap();
     let text = reader.read_mrz(&image).await.unwrap();
     let data = parse_mrz(&text, 2026).unwrap_or_else(|error| panic!("{error}: {text}"));
@@ -106,18 +94,7 @@ async fn a_page_without_a_zone_reads_as_no_zone() {
 #[test]
 #[ignore = "writes the fixtures and what the engine sees to /tmp for a look"]
 fn dump() {
-    let mrz = compose_td3(
-        "P",
-        "UTO",
-        "ERIKSSON",
-        "ANNA MARIA",
-        "L898902C3",
-        "UTO",
-        "740812",
-        'F',
-        "320415",
-        "",
-    );
+    let mrz = specimen_td3();
     let image = fixtures::passport(&mrz, None, 2.0).unwrap();
     std::fs::write("/tmp/passport.jpg", &image).unwrap();
     if let Ok(photo) = std::fs::read("/tmp/faces/astronaut.png") {
@@ -137,31 +114,8 @@ fn dump() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_reader_passes_the_mrz_reader_contract() {
     let Some(reader) = reader() else { return };
-    let passport = compose_td3(
-        "P",
-        "UTO",
-        "ERIKSSON",
-        "ANNA MARIA",
-        "L898902C3",
-        "UTO",
-        "740812",
-        'F',
-        "320415",
-        "",
-    );
-    let card = compose_td1(
-        "I",
-        "UTO",
-        "D23145890",
-        "",
-        "740812",
-        'F',
-        "320415",
-        "UTO",
-        "",
-        "ERIKSSON",
-        "ANNA",
-    );
+    let passport = specimen_td3();
+    let card = specimen_td1();
     let samples = [
         (
             fixtures::passport(&passport, None, 2.0).unwrap(),

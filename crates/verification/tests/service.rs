@@ -12,13 +12,14 @@ use idconsent_kernel::{
     Environment, IdGenerator, ManualClock, OsRandom, Timestamp, UlidGenerator, Unmetered,
 };
 use idconsent_verification::aamva::compose_aamva;
-use idconsent_verification::mrz::compose_td3;
+use idconsent_verification::mrz::specimen_td3;
 use idconsent_verification::testing::{
     InMemoryBlobs, InMemoryVerifications, ScriptedAnalysis, image_bytes,
 };
 use idconsent_verification::{
-    CheckResult, Extraction, ImageFormat, Requester, SubmitVerification, VerificationError,
-    VerificationPorts, VerificationService, VerificationSettings, VerificationStatus,
+    CheckResult, Extraction, ImageFormat, Outcome, Requester, SubmitVerification,
+    VerificationError, VerificationPorts, VerificationService, VerificationSettings,
+    VerificationStatus,
 };
 use idconsent_webhook::EventType;
 use idconsent_webhook::testing::InMemoryDeliveries;
@@ -30,6 +31,25 @@ struct World {
     deliveries: Arc<InMemoryDeliveries>,
     clock: Arc<ManualClock>,
     requester: Requester,
+}
+
+impl World {
+    /// Submits `input`, lets a worker analyse it, and reads the outcome back.
+    async fn analysed(&self, input: SubmitVerification) -> Outcome {
+        let id = self
+            .service
+            .submit(&self.requester, input)
+            .await
+            .unwrap()
+            .id;
+        self.service.analyse_due(5).await.unwrap();
+        let done = self
+            .service
+            .get(&self.requester, id.as_str())
+            .await
+            .unwrap();
+        done.outcome.unwrap()
+    }
 }
 
 fn world() -> World {
@@ -77,19 +97,7 @@ fn b64(bytes: &[u8]) -> String {
 }
 
 fn passport_text() -> String {
-    compose_td3(
-        "P",
-        "UTO",
-        "ERIKSSON",
-        "ANNA MARIA",
-        "L898902C3",
-        "UTO",
-        "740812",
-        'F',
-        "320415",
-        "",
-    )
-    .join("\n")
+    specimen_td3().join("\n")
 }
 
 fn passport(front: &[u8], selfie: &[u8]) -> SubmitVerification {
@@ -154,40 +162,14 @@ async fn someone_else_or_an_expired_document_is_rejected() {
     world.engines.mrz(&front, &passport_text());
     world.engines.face(&front, (0.0, 0.0));
     world.engines.face(&stranger, (0.9, 0.0));
-    let id = world
-        .service
-        .submit(&world.requester, passport(&front, &stranger))
-        .await
-        .unwrap()
-        .id;
-    world.service.analyse_due(5).await.unwrap();
-    let outcome = world
-        .service
-        .get(&world.requester, id.as_str())
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let outcome = world.analysed(passport(&front, &stranger)).await;
     assert_eq!(outcome.checks.face_match, CheckResult::Failed);
     assert_eq!(outcome.status, VerificationStatus::Rejected);
 
     // The same passport seven years on: expired.
     world.clock.advance(Duration::from_secs(7 * 365 * 86_400));
     let selfie = image_bytes(ImageFormat::Jpeg, "selfie");
-    let id = world
-        .service
-        .submit(&world.requester, passport(&front, &selfie))
-        .await
-        .unwrap()
-        .id;
-    world.service.analyse_due(5).await.unwrap();
-    let outcome = world
-        .service
-        .get(&world.requester, id.as_str())
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let outcome = world.analysed(passport(&front, &selfie)).await;
     assert_eq!(outcome.status, VerificationStatus::Rejected);
     assert!(
         outcome
@@ -215,20 +197,7 @@ async fn a_licence_is_read_from_its_back() {
     let mut input = passport(&image_bytes(ImageFormat::Jpeg, "front"), &back);
     input.document_type = "drivers_license".into();
     input.document_back = Some(b64(&back));
-    let id = world
-        .service
-        .submit(&world.requester, input)
-        .await
-        .unwrap()
-        .id;
-    world.service.analyse_due(5).await.unwrap();
-    let outcome = world
-        .service
-        .get(&world.requester, id.as_str())
-        .await
-        .unwrap()
-        .outcome
-        .unwrap();
+    let outcome = world.analysed(input).await;
     assert_eq!(outcome.checks.data_extraction, Extraction::Completed);
     assert_eq!(outcome.extracted_data.unwrap().document_number, "D1");
 }

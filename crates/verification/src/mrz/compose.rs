@@ -149,3 +149,37 @@ pub fn compose_td1(
     let mut lines = compose(&TD1, &fields).into_iter();
     [(); 3].map(|()| lines.next().unwrap_or_default())
 }
+
+/// The ICAO 9303 specimen passport (Anna Maria Eriksson of Utopia), valid until 2032: what the
+/// generated documents of tests, benches and load scripts print.
+pub fn specimen_td3() -> [String; 2] {
+    compose_td3(
+        "P",
+        "UTO",
+        "ERIKSSON",
+        "ANNA MARIA",
+        "L898902C3",
+        "UTO",
+        "740812",
+        'F',
+        "320415",
+        "",
+    )
+}
+
+/// The ICAO 9303 specimen ID card (TD1), valid until 2032.
+pub fn specimen_td1() -> [String; 3] {
+    compose_td1(
+        "I",
+        "UTO",
+        "D23145890",
+        "",
+        "740812",
+        'F',
+        "320415",
+        "UTO",
+        "",
+        "ERIKSSON",
+        "ANNA MARIA",
+    )
+}

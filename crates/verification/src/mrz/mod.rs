@@ -9,7 +9,7 @@ use idconsent_kernel::CalendarDate;
 mod compose;
 
 use compose::fit;
-pub use compose::{compose_td1, compose_td3};
+pub use compose::{compose_td1, compose_td3, specimen_td1, specimen_td3};
 
 /// The three ICAO 9303 layouts: TD1 (3×30), TD2 (2×36), TD3 (2×44).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]

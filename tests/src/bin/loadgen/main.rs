@@ -208,18 +208,7 @@ async fn main() {
         }
         Scenario::Identity => {
             let encode = |bytes: Vec<u8>| base64::engine::general_purpose::STANDARD.encode(bytes);
-            let mrz = idconsent_verification::mrz::compose_td3(
-                "P",
-                "UTO",
-                "ERIKSSON",
-                "ANNA MARIA",
-                "L898902C3",
-                "UTO",
-                "740812",
-                'F',
-                "320415",
-                "",
-            );
+            let mrz = idconsent_verification::mrz::specimen_td3();
             let passport = idconsent_ocr_tesseract::fixtures::passport(&mrz, None, 1.5)
                 .expect("scripts/setup-identity.sh installs the OCR-B font");
             let body = serde_json::json!({
