@@ -160,6 +160,11 @@ async fn a_passport_is_read_back_and_the_merchant_hears_it(app: TestApp) {
     let confidence = data["confidence"].as_f64().unwrap();
     assert!((0.0..=1.0).contains(&confidence));
 
+    // The images are deleted once the result is stored (docs/identity.md, "Images").
+    let images = app.data_dir().join("blobs/identity").join(&id);
+    let left = std::fs::read_dir(&images).map_or(0, |entries| entries.count());
+    assert_eq!(left, 0, "{} still holds images", images.display());
+
     let event = completed_event(&receiver, &id).await;
     assert!(event.verifies_with(&application.webhook_secret));
     let delivered = event.json()["data"].clone();

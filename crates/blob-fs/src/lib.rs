@@ -55,6 +55,14 @@ impl BlobStore for FsBlobStore {
             .map_err(unavailable)
     }
 
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        match tokio::fs::remove_file(self.path(key)?).await {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
         match tokio::fs::read(self.path(key)?).await {
             Ok(bytes) => Ok(Some(bytes)),

@@ -91,6 +91,15 @@ impl BlobStore for S3BlobStore {
         Ok(())
     }
 
+    /// S3 answers a DELETE of a missing key with success; other stores' "not found" is too.
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        let path = self.path(key)?;
+        match self.store.delete(&path).await {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
+            Err(error) => Err(unavailable(error)),
+        }
+    }
+
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
         let path = self.path(key)?;
         match self.store.get(&path).await {

@@ -21,6 +21,13 @@ pub use signals::measure;
 pub const MAX_SIDE: u32 = 8_192;
 /// The shortest side accepted: below this nothing can be read.
 pub const MIN_SIDE: u32 = 64;
+/// The most pixels accepted (a 40-megapixel camera): a small compressed file can claim a huge
+/// canvas, and each decode holds it in memory.
+pub const MAX_PIXELS: u64 = 40_000_000;
+
+/// Decodes at once in this process, whatever the number of requests: each may hold up to
+/// `MAX_PIXELS` × 4 bytes, so a flood of uploads queues here instead of exhausting memory.
+static DECODES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(4);
 
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ImageAnalysis;
@@ -58,10 +65,13 @@ pub fn decode(bytes: &[u8]) -> Result<(DynamicImage, ImageFormat), ImageRejectio
     if width < MIN_SIDE || height < MIN_SIDE {
         return Err(ImageRejection::TooSmall { min: MIN_SIDE });
     }
+    if u64::from(width) * u64::from(height) > MAX_PIXELS {
+        return Err(ImageRejection::TooManyPixels { max: MAX_PIXELS });
+    }
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
     limits.max_image_height = Some(MAX_SIDE);
-    limits.max_alloc = Some(512 << 20);
+    limits.max_alloc = Some(MAX_PIXELS * 4 + (16 << 20));
     let mut reader = reader()?;
     reader.limits(limits);
     let image = reader.decode().map_err(|_| ImageRejection::NotAnImage)?;
@@ -71,6 +81,10 @@ pub fn decode(bytes: &[u8]) -> Result<(DynamicImage, ImageFormat), ImageRejectio
 async fn blocking<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, AnalysisError> {
+    let _permit = DECODES
+        .acquire()
+        .await
+        .map_err(|error| AnalysisError::Failed(error.to_string()))?;
     tokio::task::spawn_blocking(work)
         .await
         .map_err(|error| AnalysisError::Failed(format!("image analysis stopped: {error}")))

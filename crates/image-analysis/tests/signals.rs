@@ -79,6 +79,14 @@ async fn only_whole_images_within_bounds_are_accepted() {
         ImageAnalysis.inspect(&bytes.into_inner()).await,
         Err(ImageRejection::TooLarge { max: MAX_SIDE })
     );
+    // A small file claiming a huge canvas: refused from its header, before any decoding.
+    let canvas = image::GrayImage::new(7_000, 6_000);
+    let mut bomb = std::io::Cursor::new(Vec::new());
+    canvas.write_to(&mut bomb, ImageFormat::Png).unwrap();
+    assert_eq!(
+        ImageAnalysis.inspect(&bomb.into_inner()).await,
+        Err(ImageRejection::TooManyPixels { max: 40_000_000 })
+    );
     let tiny = encode(32, 32, &[128.0; 32 * 32], ImageFormat::Png);
     assert_eq!(
         ImageAnalysis.inspect(&tiny).await,

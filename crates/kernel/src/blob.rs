@@ -7,12 +7,14 @@ use async_trait::async_trait;
 /// Stores opaque bytes under a key.
 ///
 /// Contract: `put` then `get` returns the same bytes; `put` on an existing key replaces it;
-/// `get` of an unknown key is `Ok(None)`; keys are `[A-Za-z0-9_./-]`, without `..`, at most
-/// 200 characters (anything else is `InvalidKey`).
+/// `get` of an unknown key is `Ok(None)`; `delete` removes the object (a later `get` is
+/// `Ok(None)`) and succeeds for an unknown key too; keys are `[A-Za-z0-9_./-]`, without `..`,
+/// at most 200 characters (anything else is `InvalidKey`).
 #[async_trait]
 pub trait BlobStore: Send + Sync + fmt::Debug {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError>;
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError>;
+    async fn delete(&self, key: &str) -> Result<(), BlobError>;
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,7 @@ pub mod contract {
                 keys_that_could_escape_are_refused,
                 large_objects_round_trip,
                 concurrent_puts_leave_one_whole_object,
+                a_deleted_object_is_gone_and_deleting_twice_is_fine,
             );
         };
         (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -93,6 +96,21 @@ pub mod contract {
         let empty = unique("empty");
         store.put(&empty, Vec::new()).await.unwrap();
         assert_eq!(store.get(&empty).await.unwrap().unwrap(), b"");
+    }
+
+    pub async fn a_deleted_object_is_gone_and_deleting_twice_is_fine(store: Arc<dyn BlobStore>) {
+        let key = format!("{}/selfie.jpg", unique("identity"));
+        let kept = format!("{}/front.jpg", unique("identity"));
+        store.put(&key, b"face".to_vec()).await.unwrap();
+        store.put(&kept, b"page".to_vec()).await.unwrap();
+        store.delete(&key).await.unwrap();
+        assert!(store.get(&key).await.unwrap().is_none());
+        assert_eq!(store.get(&kept).await.unwrap().unwrap(), b"page");
+        store.delete(&key).await.unwrap();
+        assert!(matches!(
+            store.delete("a/../b").await,
+            Err(BlobError::InvalidKey)
+        ));
     }
 
     pub async fn unknown_keys_are_none(store: Arc<dyn BlobStore>) {

@@ -43,6 +43,8 @@ pub enum ImageRejection {
     TooLarge { max: u32 },
     #[error("must be at least {min} pixels on each side")]
     TooSmall { min: u32 },
+    #[error("must have at most {max} pixels")]
+    TooManyPixels { max: u64 },
 }
 
 /// Decodes uploads and measures liveness signals.

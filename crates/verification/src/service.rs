@@ -381,10 +381,31 @@ impl VerificationService {
             .store
             .complete(&job, expected, &Effects::events(vec![event]))
             .await?;
-        if stored && let Some(nudge) = &self.ports.outbox_written {
-            nudge.nudge();
+        if stored {
+            if let Some(nudge) = &self.ports.outbox_written {
+                nudge.nudge();
+            }
+            self.forget_images(&job).await;
         }
         Ok(stored)
+    }
+
+    /// A finished verification's images are deleted: the result keeps what was read, and an
+    /// identity document kept longer than needed is a liability (data minimisation). Only the
+    /// worker whose result was stored deletes, so a retried analysis still finds them. Best
+    /// effort: a failed delete leaves an orphan under `identity/<id>/`, never a wrong result.
+    async fn forget_images(&self, job: &Verification) {
+        let images = &job.images;
+        for key in [
+            Some(&images.front),
+            images.back.as_ref(),
+            Some(&images.selfie),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let _ = self.ports.blobs.delete(key).await;
+        }
     }
 
     /// Base64 → bytes within the size limit → an image the analyzers can decode.

@@ -253,10 +253,37 @@ impl InMemoryBlobs {
 #[async_trait]
 impl BlobStore for InMemoryBlobs {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
-        lock(&self.0).insert(key.to_owned(), bytes);
+        lock(&self.0).insert(valid(key)?.to_owned(), bytes);
         Ok(())
     }
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
-        Ok(lock(&self.0).get(key).cloned())
+        Ok(lock(&self.0).get(valid(key)?).cloned())
     }
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        lock(&self.0).remove(valid(key)?);
+        Ok(())
+    }
+}
+
+fn valid(key: &str) -> Result<&str, BlobError> {
+    if idconsent_kernel::blob::is_valid_key(key) {
+        Ok(key)
+    } else {
+        Err(BlobError::InvalidKey)
+    }
+}
+
+#[cfg(test)]
+mod blob_contract {
+    use std::sync::Arc;
+
+    use idconsent_kernel::BlobStore;
+
+    use super::InMemoryBlobs;
+
+    async fn store() -> Option<(Arc<dyn BlobStore>, ())> {
+        Some((Arc::new(InMemoryBlobs::default()), ()))
+    }
+
+    idconsent_kernel::blob_store_contract!(store);
 }

@@ -273,7 +273,7 @@ fn mrz_mismatch(document_type: DocumentType, mrz: &MrzData) -> Option<String> {
     };
     (!fits).then(|| {
         format!(
-            "the machine-readable zone is a {:?} document of type {} , not a {}",
+            "the machine-readable zone is a {:?} document of type {}, not a {}",
             mrz.format,
             mrz.document_code,
             document_type.as_str()

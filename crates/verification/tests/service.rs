@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use idconsent_kernel::id::ApplicationId;
 use idconsent_kernel::{
-    Environment, IdGenerator, ManualClock, OsRandom, Timestamp, UlidGenerator, Unmetered,
+    BlobStore, Environment, IdGenerator, ManualClock, OsRandom, Timestamp, UlidGenerator, Unmetered,
 };
 use idconsent_verification::aamva::compose_aamva;
 use idconsent_verification::mrz::specimen_td3;
@@ -136,6 +136,7 @@ async fn a_passport_with_its_holder_is_verified_as_far_as_can_be_checked() {
         .get(&world.requester, submitted.id.as_str())
         .await
         .unwrap();
+    let done_images = done.images.clone();
     let outcome = done.outcome.unwrap();
     assert_eq!(outcome.checks.data_extraction, Extraction::Completed);
     assert_eq!(outcome.checks.face_match, CheckResult::Passed);
@@ -152,6 +153,10 @@ async fn a_passport_with_its_holder_is_verified_as_far_as_can_be_checked() {
         .map(|delivery| delivery.event_type)
         .collect();
     assert_eq!(events, vec![EventType::VerificationCompleted]);
+    // The images are not kept once the result is stored.
+    for key in [&done_images.front, &done_images.selfie] {
+        assert!(world.blobs.get(key).await.unwrap().is_none(), "{key}");
+    }
 }
 
 #[tokio::test]

@@ -22,7 +22,9 @@ fn face_matcher(config: &crate::config::IdentityConfig) -> Arc<dyn FaceMatcher> 
         Ok(matcher) => Arc::new(matcher),
         Err(reason) => {
             tracing::warn!(%reason, "identity: face comparison unavailable");
-            Arc::new(NotInstalled::new(reason))
+            Arc::new(NotInstalled::new(
+                "face comparison is not installed on this server (scripts/setup-identity.sh)",
+            ))
         }
     }
 }
@@ -41,8 +43,11 @@ pub fn build(shared: &Shared) -> Arc<VerificationService> {
         match TesseractMrz::locate(&config.tesseract, &config.models_dir, workers) {
             Ok(reader) => Arc::new(reader),
             Err(reason) => {
+                // The details (paths) are for the operator's log, not for merchants' results.
                 tracing::warn!(%reason, "identity: MRZ reading unavailable");
-                Arc::new(NotInstalled::new(reason))
+                Arc::new(NotInstalled::new(
+                    "MRZ reading is not installed on this server (scripts/setup-identity.sh)",
+                ))
             }
         };
     Arc::new(VerificationService::new(
