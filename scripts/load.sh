@@ -31,6 +31,9 @@
 #        POSTGRES_URL=postgres://postgres@127.0.0.1:5432/test (run on PostgreSQL instead: a fresh
 #        database is created next to that one for the run and dropped after; the cluster is the
 #        one already running, unpinned: it shares the two cores with the server and the load)
+#        NODES=2 (with POSTGRES_URL: a second server process on the same database, pinned to
+#        SECOND_CPU=1 with its own data directory and the same master key; loadgen spreads its
+#        connections over both; CPU per request and peak RSS are reported for both processes)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,6 +51,11 @@ SERVER_CPU=${SERVER_CPU:-0}
 LOAD_CPU=${LOAD_CPU:-1}
 PORT=${PORT:-18080}
 RECEIVER_PORT=${RECEIVER_PORT:-18090}
+NODES=${NODES:-1}
+SECOND_CPU=${SECOND_CPU:-1}
+if [ "$NODES" != 1 ] && { [ "$NODES" != 2 ] || [ -z "${POSTGRES_URL:-}" ]; }; then
+  echo "NODES=2 needs POSTGRES_URL (processes share one PostgreSQL database)" >&2; exit 2
+fi
 MEASURE_FLAG=${MEASURE_FLAG-/tmp/idc-measuring}
 export IDC_HTTP_WORKERS=${IDC_HTTP_WORKERS:-1}
 
@@ -65,6 +73,11 @@ cleanup() {
   if [ -n "$SERVER_PID" ]; then
     kill "$SERVER_PID" 2>/dev/null || true
     wait "$SERVER_PID" 2>/dev/null || true
+  fi
+  if [ -n "${SECOND_PID:-}" ]; then
+    kill "$SECOND_PID" 2>/dev/null || true
+    wait "$SECOND_PID" 2>/dev/null || true
+    rm -rf "$SECOND_DATA"
   fi
   if [ -n "${LOAD_DB:-}" ]; then psql -q "$POSTGRES_URL" -c "DROP DATABASE IF EXISTS $LOAD_DB" || true; fi
   rm -rf "$DATA"
@@ -88,6 +101,23 @@ for _ in $(seq 1 100); do
   curl -sf "$B/readyz" >/dev/null 2>&1 && break
   sleep 0.1
 done
+ALSO_URL=()
+if [ "$NODES" = 2 ]; then
+  # Same database, same master key (sealed secrets and OAuth keys are shared), own data dir.
+  SECOND_DATA=$(mktemp -d /tmp/idc-load2.XXXXXX)
+  SECOND_PORT=$((PORT + 1))
+  echo "==> starting a second idconsent on core $SECOND_CPU, port $SECOND_PORT, same database"
+  IDC_MASTER_KEY=$(tr -d '\n' <"$DATA/master.key") IDC_ADMIN_TOKEN=$(cat "$DATA/admin.token") \
+    IDC_IDENTITY_MODELS_DIR=${IDC_IDENTITY_MODELS_DIR:-$PWD/data/models} IDC_MODE=dev \
+    IDC_DATA_DIR=$SECOND_DATA IDC_DATABASE_URL=$DATABASE_URL IDC_BIND=127.0.0.1:$SECOND_PORT \
+    IDC_LOG_FORMAT=json taskset -c "$SECOND_CPU" "$SERVER_BIN" serve 2>"$SECOND_DATA/server.log" &
+  SECOND_PID=$!
+  for _ in $(seq 1 100); do
+    curl -sf "http://127.0.0.1:$SECOND_PORT/readyz" >/dev/null 2>&1 && break
+    sleep 0.1
+  done
+  ALSO_URL=(--also-url "http://127.0.0.1:$SECOND_PORT")
+fi
 
 echo "==> registering a merchant and creating an application (sandbox key)"
 REGISTERED=$(curl -sf "$B/v1/merchants/register" -H 'Content-Type: application/json' -d '{
@@ -117,8 +147,10 @@ CALLBACK_ARGS=(--receiver "127.0.0.1:$RECEIVER_PORT")
 [ -n "${RATE:-}" ] && CALLBACK_ARGS+=(--rate "$RATE")
 [ -n "${CALLBACK_URL:-}" ] && CALLBACK_ARGS+=(--callback-url "$CALLBACK_URL")
 
-# utime + stime of the server process, in clock ticks.
-server_cpu_ticks() { awk '{print $14 + $15}' "/proc/$SERVER_PID/stat"; }
+# utime + stime of the server process(es), in clock ticks.
+server_cpu_ticks() {
+  cat "/proc/$SERVER_PID/stat" ${SECOND_PID:+"/proc/$SECOND_PID/stat"} | awk '{sum += $14 + $15} END {print sum}'
+}
 
 # The measuring window: other builds on this machine wait while the flag exists.
 if [ -n "$MEASURE_FLAG" ]; then touch "$MEASURE_FLAG"; fi
@@ -130,7 +162,7 @@ for connections in $CONNECTIONS; do
   ticks_before=$(server_cpu_ticks)
   taskset -c "$LOAD_CPU" "$TARGET/release/loadgen" --url "$B" --api-key "$KEY" --secret "$SECRET" \
     --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
-    --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}" \
+    --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}" "${ALSO_URL[@]}" \
     | tee "$DATA/run-$run.txt"
   ticks_after=$(server_cpu_ticks)
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -138,7 +170,7 @@ for connections in $CONNECTIONS; do
   # bound (warm-up requests and webhook deliveries are in the numerator only).
   requests=$(sed -n 's/^requests \([0-9]*\):.*/\1/p' "$DATA/run-$run.txt")
   if [ -n "$requests" ] && [ "$requests" -gt 0 ]; then
-    echo "server CPU: $(( (ticks_after - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests )) µs per request (upper bound); peak RSS: $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SERVER_PID/status")"
+    echo "server CPU: $(( (ticks_after - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests )) µs per request (upper bound, all processes); peak RSS: $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SERVER_PID/status")${SECOND_PID:+, second process $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SECOND_PID/status")}"
   fi
   run=$((run + 1))
   # Let the webhook backlog of this run drain before the next one.

@@ -70,6 +70,10 @@ struct Args {
     /// The service, e.g. http://127.0.0.1:8080.
     #[arg(long)]
     url: String,
+    /// Other processes of the same service (same database): connection `i` talks to process
+    /// `i mod n` (`scripts/load.sh` with `NODES=2`). Setup and probes use `--url`.
+    #[arg(long)]
+    also_url: Vec<String>,
     /// An `mk_test_` (or `mk_live_`) API key.
     #[arg(long)]
     api_key: String,
@@ -274,9 +278,18 @@ async fn main() {
     let stop = Arc::new(AtomicBool::new(false));
     let args = Arc::new(args);
     let plan = Arc::new(plan);
+    let nodes: Vec<String> = std::iter::once(&args.url)
+        .chain(&args.also_url)
+        .map(|url| url.trim_end_matches('/').to_owned())
+        .collect();
     let tasks: Vec<_> = clients
         .into_iter()
-        .map(|client| {
+        .enumerate()
+        .map(|(connection, client)| {
+            // Each connection keeps to one process, as a load balancer's keep-alive would.
+            let endpoint = plan
+                .endpoint()
+                .replacen(&nodes[0], &nodes[connection % nodes.len()], 1);
             let (args, plan) = (args.clone(), plan.clone());
             let (counter, measuring, stop) = (counter.clone(), measuring.clone(), stop.clone());
             tokio::spawn(async move {
@@ -295,8 +308,8 @@ async fn main() {
                         None => Instant::now(),
                     };
                     let sent = match plan.as_ref() {
-                        Plan::QrImage { endpoint } => client.get(endpoint).send().await,
-                        _ => post_signed(&client, plan.endpoint(), &args, body).await,
+                        Plan::QrImage { .. } => client.get(&endpoint).send().await,
+                        _ => post_signed(&client, &endpoint, &args, body).await,
                     };
                     let outcome = match sent {
                         Ok(response) => {
@@ -400,7 +413,6 @@ enum Plan {
     QrImage {
         endpoint: String,
     },
-    /// The same 1 MiB document each time (a signature request is not deduplicated).
     /// The same body every time (an upload).
     FixedBody {
         endpoint: String,
