@@ -96,21 +96,19 @@ async fn completed_event(receiver: &Receiver, id: &str) -> Received {
         .await
 }
 
+/// The verification as its application reads it now.
+async fn status(app: &TestApp, application: &Application, id: &str) -> Value {
+    let path = format!("/v1/identity/verify/{id}");
+    let key = &application.sandbox_key;
+    let response = call(app, application, key, Method::GET, &path, None).await;
+    json(response, 200).await["data"].clone()
+}
+
 /// Polls the status until the analysis is done (a minute at most).
 async fn finished(app: &TestApp, application: &Application, id: &str) -> Value {
     let started = Instant::now();
     loop {
-        let path = format!("/v1/identity/verify/{id}");
-        let response = call(
-            app,
-            application,
-            &application.sandbox_key,
-            Method::GET,
-            &path,
-            None,
-        )
-        .await;
-        let data = json(response, 200).await["data"].clone();
+        let data = status(app, application, id).await;
         if data["status"] != "processing" {
             return data;
         }
@@ -383,29 +381,16 @@ async fn a_process_dying_during_analysis_loses_no_job(mut app: TestApp) {
     // A healthy process takes the job over once the dead one's lease has run out.
     let healthy = app.second_server().await;
     app.base = healthy.url();
-    let path = format!("/v1/identity/verify/{id}");
-    let pending = call(
-        &app,
-        &application,
-        &application.sandbox_key,
-        Method::GET,
-        &path,
-        None,
-    )
-    .await;
-    assert_eq!(json(pending, 200).await["data"]["status"], "processing");
+    assert_eq!(
+        status(&app, &application, &id).await["status"],
+        "processing"
+    );
     // The dead process's lease holds it: nobody analyses it twice meanwhile.
     tokio::time::sleep(Duration::from_secs(1)).await;
-    let still = call(
-        &app,
-        &application,
-        &application.sandbox_key,
-        Method::GET,
-        &path,
-        None,
-    )
-    .await;
-    assert_eq!(json(still, 200).await["data"]["status"], "processing");
+    assert_eq!(
+        status(&app, &application, &id).await["status"],
+        "processing"
+    );
     app.advance(Duration::from_secs(121));
     let data = finished(&app, &application, &id).await;
     assert_eq!(data["checks"]["dataExtraction"], "completed", "{data}");

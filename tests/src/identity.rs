@@ -15,16 +15,9 @@ pub fn models_dir() -> PathBuf {
 /// them prints a note and passes — unless `REQUIRE_BACKENDS` names `identity` (CI), where
 /// that is a failure: a skipped analysis proves nothing.
 pub fn ocr_available() -> bool {
-    match idconsent_ocr_tesseract::TesseractMrz::locate(Path::new("tesseract"), &models_dir(), 1) {
-        Ok(_) => true,
-        Err(reason) => {
-            let required = std::env::var("REQUIRE_BACKENDS")
-                .is_ok_and(|backends| backends.split(',').any(|b| b.trim() == "identity"));
-            assert!(!required, "identity analysis is required here: {reason}");
-            eprintln!("NOTE: identity OCR tests skipped: {reason}");
-            false
-        }
-    }
+    let found =
+        idconsent_ocr_tesseract::TesseractMrz::locate(Path::new("tesseract"), &models_dir(), 1);
+    idconsent_verification::testing::engine_or_skip("identity OCR", found).is_some()
 }
 
 /// A test portrait `scripts/setup-identity.sh` put in `data/fixtures/faces` (`astronaut.png`,

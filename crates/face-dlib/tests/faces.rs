@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use idconsent_face_dlib::DlibFaces;
 use idconsent_ocr_tesseract::fixtures;
 use idconsent_verification::mrz::compose_td3;
+use idconsent_verification::testing::engine_or_skip;
 use idconsent_verification::verdict::{FACE_MATCH, FACE_MISMATCH};
 use idconsent_verification::{FaceComparison, FaceMatcher, FaceSource};
 
@@ -20,17 +21,14 @@ fn data() -> PathBuf {
 
 fn matcher() -> Option<(DlibFaces, PathBuf)> {
     let faces = data().join("fixtures/faces");
-    match DlibFaces::locate(&data().join("models")) {
-        Ok(matcher) if faces.join("astronaut.png").exists() => Some((matcher, faces)),
-        other => {
-            let reason = other.err().unwrap_or_else(|| "no test portraits".into());
-            let required = std::env::var("REQUIRE_BACKENDS")
-                .is_ok_and(|backends| backends.split(',').any(|b| b.trim() == "identity"));
-            assert!(!required, "face matching is required here: {reason}");
-            eprintln!("NOTE: face tests skipped: {reason}");
-            None
+    let found = DlibFaces::locate(&data().join("models")).and_then(|matcher| {
+        if faces.join("astronaut.png").exists() {
+            Ok((matcher, faces))
+        } else {
+            Err("no test portraits: run scripts/setup-identity.sh".into())
         }
-    }
+    });
+    engine_or_skip("face matching", found)
 }
 
 fn passport_with(photo: &[u8]) -> Vec<u8> {

@@ -9,21 +9,16 @@ use std::path::{Path, PathBuf};
 use idconsent_ocr_tesseract::{TesseractMrz, fixtures};
 use idconsent_verification::MrzReader;
 use idconsent_verification::mrz::{compose_td3, parse_mrz, specimen_td1, specimen_td3};
+use idconsent_verification::testing::engine_or_skip;
 
 fn reader() -> Option<TesseractMrz> {
     let models = std::env::var_os("IDC_IDENTITY_MODELS_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../data/models"));
-    match TesseractMrz::locate(Path::new("tesseract"), &models, 2) {
-        Ok(reader) => Some(reader),
-        Err(reason) => {
-            let required = std::env::var("REQUIRE_BACKENDS")
-                .is_ok_and(|backends| backends.split(',').any(|b| b.trim() == "identity"));
-            assert!(!required, "identity analysis is required here: {reason}");
-            eprintln!("NOTE: OCR tests skipped: {reason}");
-            None
-        }
-    }
+    engine_or_skip(
+        "OCR",
+        TesseractMrz::locate(Path::new("tesseract"), &models, 2),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -89,26 +84,6 @@ async fn a_page_without_a_zone_reads_as_no_zone() {
         fixtures::id_card_back(&[String::new(), String::new(), String::new()], 0.0).unwrap();
     let text = reader.read_mrz(&blank).await.unwrap();
     assert!(parse_mrz(&text, 2026).is_err(), "{text}");
-}
-
-#[test]
-#[ignore = "writes the fixtures and what the engine sees to /tmp for a look"]
-fn dump() {
-    let mrz = specimen_td3();
-    let image = fixtures::passport(&mrz, None, 2.0).unwrap();
-    std::fs::write("/tmp/passport.jpg", &image).unwrap();
-    if let Ok(photo) = std::fs::read("/tmp/faces/astronaut.png") {
-        let page = fixtures::passport(&mrz, Some(&photo), 1.0).unwrap();
-        image::load_from_memory(&page)
-            .unwrap()
-            .save("/tmp/passport-photo.png")
-            .unwrap();
-    }
-    std::fs::write(
-        "/tmp/passport-prepared.png",
-        idconsent_ocr_tesseract::prepare(&image).unwrap(),
-    )
-    .unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -177,13 +177,31 @@ impl VerificationStore for DieselVerificationStore {
         limit: u32,
     ) -> Result<Vec<Verification>, StoreError> {
         let (now, until) = (now.as_millis(), until.as_millis());
+        let due = move || {
+            jobs::table
+                .filter(jobs::status.eq(PROCESSING))
+                .filter(jobs::leased_until.is_null().or(jobs::leased_until.le(now)))
+        };
+        // Workers poll every second when idle: a read answers "nothing to do" without taking
+        // the single writer (SQLite) or a transaction (PostgreSQL).
+        let any_due = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| diesel::select(
+                    diesel::dsl::exists(due())
+                )
+                .get_result::<bool>(c))?)
+            })
+            .await
+            .map_err(unavailable)?;
+        if !any_due {
+            return Ok(Vec::new());
+        }
         let mut rows = self
             .db
             .write(move |conn| {
                 let due = || {
-                    jobs::table
-                        .filter(jobs::status.eq(PROCESSING))
-                        .filter(jobs::leased_until.is_null().or(jobs::leased_until.le(now)))
+                    due()
                         .order((jobs::created_at, jobs::id))
                         .limit(i64::from(limit))
                         .select(jobs::id)
