@@ -12,6 +12,7 @@ mod operator;
 pub mod ports;
 mod service;
 mod team;
+pub mod testing;
 
 #[cfg(feature = "contract")]
 pub mod contract;
