@@ -14,6 +14,9 @@ use idconsent_kernel::{Metric, Page, PageRequest, Timestamp, UsagePeriod};
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
+use crate::repo::{
+    counted, find_row, found, insert_absent, page_of, read_page, read_with, update_rows, write_with,
+};
 use crate::schema::{applications, merchants};
 use crate::usage::schema::usage_counters;
 
@@ -247,75 +250,65 @@ fn add_calls(conn: AnyConnection<'_>, merchant: &str, calls: CallReport) -> Resu
 impl BillingStore for DieselBillingStore {
     async fn plan(&self, merchant: &MerchantId) -> Result<PlanTerms, StoreError> {
         let id = merchant.as_str().to_owned();
-        let (plan, row) = self
-            .db
-            .read(move |mut conn| {
-                let plan: Option<String> =
-                    crate::with_conn!(conn.reborrow(), |c| merchants::table
-                        .find(&id)
-                        .select(merchants::plan)
-                        .get_result(c)
-                        .optional())?;
-                let Some(plan) = plan else {
-                    return Err(DbError::Rollback(NO_MERCHANT));
-                };
-                let row = crate::with_conn!(conn, |c| billing_plans::table
-                    .find(&id)
-                    .select(PlanRow::as_select())
-                    .get_result(c)
-                    .optional())?;
-                Ok((plan, row))
-            })
-            .await
-            .map_err(store_error)?;
+        let (plan, row) = read_with!(self.db, |c| {
+            let plan: Option<String> = merchants::table
+                .find(&id)
+                .select(merchants::plan)
+                .get_result(c)
+                .optional()?;
+            let Some(plan) = plan else {
+                return Err(DbError::Rollback(NO_MERCHANT));
+            };
+            let row = billing_plans::table
+                .find(&id)
+                .select(PlanRow::as_select())
+                .get_result(c)
+                .optional()?;
+            Ok::<_, DbError>((plan, row))
+        })
+        .await
+        .map_err(store_error)?;
         terms_of(&plan, row)
     }
 
     async fn set_plan(&self, merchant: &MerchantId, terms: &PlanTerms) -> Result<(), StoreError> {
         let id = merchant.as_str().to_owned();
         let terms = *terms;
-        self.db
-            .write(move |mut conn| {
-                let changed = crate::with_conn!(conn.reborrow(), |c| diesel::update(
-                    merchants::table.find(&id)
-                )
+        let row = PlanRow {
+            merchant_id: id,
+            plan: terms.plan.as_str().to_owned(),
+            per_minute: to_i64(terms.limits.per_minute),
+            per_day: terms.limits.per_day.map(to_i64),
+            concurrent: to_i64(terms.limits.concurrent),
+        };
+        write_with!(self.db, |c| {
+            let changed = diesel::update(merchants::table.find(&row.merchant_id))
                 .set(merchants::plan.eq(terms.plan.as_str()))
-                .execute(c))?;
-                if changed == 0 {
-                    return Err(DbError::Rollback(NO_MERCHANT));
-                }
-                let row = PlanRow {
-                    merchant_id: id,
-                    plan: terms.plan.as_str().to_owned(),
-                    per_minute: to_i64(terms.limits.per_minute),
-                    per_day: terms.limits.per_day.map(to_i64),
-                    concurrent: to_i64(terms.limits.concurrent),
-                };
-                crate::with_conn!(conn, |c| diesel::insert_into(billing_plans::table)
-                    .values(&row)
-                    .on_conflict(billing_plans::merchant_id)
-                    .do_update()
-                    .set(&row)
-                    .execute(c))?;
-                Ok(())
-            })
-            .await
-            .map_err(store_error)
+                .execute(c)?;
+            if changed == 0 {
+                return Err(DbError::Rollback(NO_MERCHANT));
+            }
+            diesel::insert_into(billing_plans::table)
+                .values(&row)
+                .on_conflict(billing_plans::merchant_id)
+                .do_update()
+                .set(&row)
+                .execute(c)?;
+            Ok::<_, DbError>(())
+        })
+        .await
+        .map_err(store_error)
     }
 
     async fn merchant_of(&self, application: &ApplicationId) -> Result<MerchantId, StoreError> {
         let id = application.as_str().to_owned();
-        let merchant: Option<String> = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| applications::table
-                    .find(&id)
-                    .select(applications::merchant_id)
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(store_error)?;
+        let merchant: Option<String> = read_with!(self.db, |c| applications::table
+            .find(&id)
+            .select(applications::merchant_id)
+            .get_result(c)
+            .optional())
+        .await
+        .map_err(store_error)?;
         merchant
             .map(MerchantId::from_trusted)
             .ok_or(StoreError::NotFound)
@@ -393,24 +386,21 @@ impl BillingStore for DieselBillingStore {
     async fn usage(&self, merchant: &MerchantId, period: UsagePeriod) -> Result<Usage, StoreError> {
         let id = merchant.as_str().to_owned();
         let period = period.to_string();
-        let (counters, calls) = self
-            .db
-            .read(move |mut conn| {
-                let counters: Vec<(String, i64)> =
-                    crate::with_conn!(conn.reborrow(), |c| usage_counters::table
-                        .filter(usage_counters::merchant_id.eq(&id))
-                        .filter(usage_counters::period.eq(&period))
-                        .select((usage_counters::metric, usage_counters::used))
-                        .load(c))?;
-                let calls: Vec<i64> = crate::with_conn!(conn, |c| api_calls::table
-                    .filter(api_calls::merchant_id.eq(&id))
-                    .filter(api_calls::period.eq(&period))
-                    .select(api_calls::calls)
-                    .load(c))?;
-                Ok((counters, calls))
-            })
-            .await
-            .map_err(store_error)?;
+        let (counters, calls) = read_with!(self.db, |c| {
+            let counters: Vec<(String, i64)> = usage_counters::table
+                .filter(usage_counters::merchant_id.eq(&id))
+                .filter(usage_counters::period.eq(&period))
+                .select((usage_counters::metric, usage_counters::used))
+                .load(c)?;
+            let calls: Vec<i64> = api_calls::table
+                .filter(api_calls::merchant_id.eq(&id))
+                .filter(api_calls::period.eq(&period))
+                .select(api_calls::calls)
+                .load(c)?;
+            Ok::<_, DbError>((counters, calls))
+        })
+        .await
+        .map_err(store_error)?;
         Ok(Usage {
             metered: counters
                 .into_iter()
@@ -428,26 +418,23 @@ impl BillingStore for DieselBillingStore {
         limit: u32,
     ) -> Result<Vec<(MerchantId, PlanTerms)>, StoreError> {
         let after = after.map(|id| id.as_str().to_owned()).unwrap_or_default();
-        let (merchants, plans) = self
-            .db
-            .read(move |mut conn| {
-                let merchants: Vec<(String, String)> =
-                    crate::with_conn!(conn.reborrow(), |c| merchants::table
-                        .filter(merchants::id.gt(&after))
-                        .filter(merchants::created_at.lt(created_before.as_millis()))
-                        .order(merchants::id)
-                        .limit(i64::from(limit))
-                        .select((merchants::id, merchants::plan))
-                        .load(c))?;
-                let ids: Vec<&String> = merchants.iter().map(|(id, _)| id).collect();
-                let plans: Vec<PlanRow> = crate::with_conn!(conn, |c| billing_plans::table
-                    .filter(billing_plans::merchant_id.eq_any(&ids))
-                    .select(PlanRow::as_select())
-                    .load(c))?;
-                Ok((merchants, plans))
-            })
-            .await
-            .map_err(store_error)?;
+        let (merchants, plans) = read_with!(self.db, |c| {
+            let merchants: Vec<(String, String)> = merchants::table
+                .filter(merchants::id.gt(&after))
+                .filter(merchants::created_at.lt(created_before.as_millis()))
+                .order(merchants::id)
+                .limit(i64::from(limit))
+                .select((merchants::id, merchants::plan))
+                .load(c)?;
+            let ids: Vec<&String> = merchants.iter().map(|(id, _)| id).collect();
+            let plans: Vec<PlanRow> = billing_plans::table
+                .filter(billing_plans::merchant_id.eq_any(&ids))
+                .select(PlanRow::as_select())
+                .load(c)?;
+            Ok::<_, DbError>((merchants, plans))
+        })
+        .await
+        .map_err(store_error)?;
         let mut plans: std::collections::HashMap<String, PlanRow> = plans
             .into_iter()
             .map(|row| (row.merchant_id.clone(), row))
@@ -463,26 +450,16 @@ impl BillingStore for DieselBillingStore {
 
     async fn insert_invoice(&self, invoice: &Invoice) -> Result<bool, StoreError> {
         let row = InvoiceRow::from_invoice(invoice);
-        self.db
-            .write(move |conn| {
-                // The unique (merchant_id, period) makes a second invoice for the month a
-                // no-op, also for a racing process.
-                let inserted = crate::with_conn!(conn, |c| diesel::insert_into(invoices::table)
-                    .values(&row)
-                    .on_conflict_do_nothing()
-                    .execute(c))?;
-                Ok(inserted == 1)
-            })
+        // The unique (merchant_id, period) makes a second invoice for the month a no-op, also
+        // for a racing process.
+        insert_absent!(self.db, invoices::table, row)
             .await
             .map_err(store_error)
     }
 
     async fn invoice(&self, id: &InvoiceId) -> Result<Option<Invoice>, StoreError> {
-        crate::repo::find_row!(self.db, invoices::table, id.as_str().to_owned(), InvoiceRow)
-            .await
-            .map_err(store_error)?
-            .map(InvoiceRow::into_invoice)
-            .transpose()
+        let row = find_row!(self.db, invoices::table, id.as_str().to_owned(), InvoiceRow);
+        found(row, store_error, InvoiceRow::into_invoice).await
     }
 
     async fn invoices(
@@ -491,91 +468,75 @@ impl BillingStore for DieselBillingStore {
         page: PageRequest,
     ) -> Result<Page<Invoice>, StoreError> {
         let query = query.clone();
-        let (rows, total) = self
-            .db
-            .read(move |conn| {
-                crate::with_conn!(conn, |c| {
-                    let now = query.now.as_millis();
-                    let scoped = || {
-                        let mut scoped = invoices::table
-                            .filter(invoices::merchant_id.eq(query.merchant_id.as_str()))
-                            .into_boxed();
-                        if let Some(period) = query.period {
-                            scoped = scoped.filter(invoices::period.eq(period.to_string()));
-                        }
-                        // The status as of `now`: pending past its due date is overdue.
-                        let pending = InvoiceStatus::Pending.as_str();
-                        let overdue = InvoiceStatus::Overdue.as_str();
-                        match query.status {
-                            None => scoped,
-                            Some(InvoiceStatus::Pending) => scoped
-                                .filter(invoices::status.eq(pending))
-                                .filter(invoices::due_at.gt(now)),
-                            Some(InvoiceStatus::Overdue) => scoped.filter(
-                                invoices::status
-                                    .eq(overdue)
-                                    .or(invoices::status.eq(pending).and(invoices::due_at.le(now))),
-                            ),
-                            Some(status) => scoped.filter(invoices::status.eq(status.as_str())),
-                        }
-                    };
-                    let order = (invoices::period.desc(), invoices::id.desc());
-                    Ok::<_, DbError>(crate::repo::page_rows!(c, scoped, order, InvoiceRow, page))
-                })
-            })
-            .await
-            .map_err(store_error)?;
-        Ok(Page {
-            items: rows
-                .into_iter()
-                .map(InvoiceRow::into_invoice)
-                .collect::<Result<_, _>>()?,
-            request: page,
-            total: to_u64(total),
-        })
+        let now = query.now.as_millis();
+        let order = (invoices::period.desc(), invoices::id.desc());
+        let rows = read_page!(
+            self.db,
+            || {
+                let mut scoped = invoices::table
+                    .filter(invoices::merchant_id.eq(query.merchant_id.as_str()))
+                    .into_boxed();
+                if let Some(period) = query.period {
+                    scoped = scoped.filter(invoices::period.eq(period.to_string()));
+                }
+                // The status as of `now`: pending past its due date is overdue.
+                let pending = InvoiceStatus::Pending.as_str();
+                let overdue = InvoiceStatus::Overdue.as_str();
+                match query.status {
+                    None => scoped,
+                    Some(InvoiceStatus::Pending) => scoped
+                        .filter(invoices::status.eq(pending))
+                        .filter(invoices::due_at.gt(now)),
+                    Some(InvoiceStatus::Overdue) => scoped.filter(
+                        invoices::status
+                            .eq(overdue)
+                            .or(invoices::status.eq(pending).and(invoices::due_at.le(now))),
+                    ),
+                    Some(status) => scoped.filter(invoices::status.eq(status.as_str())),
+                }
+            },
+            order,
+            InvoiceRow,
+            page
+        )
+        .await
+        .map_err(store_error)?;
+        page_of(rows, page, InvoiceRow::into_invoice)
     }
 
     async fn mark_paid(&self, id: &InvoiceId, at: Timestamp) -> Result<Invoice, StoreError> {
         let key = id.as_str().to_owned();
-        let row = self
-            .db
-            .write(move |mut conn| {
-                // Paid once: a second call finds it paid and changes nothing.
-                crate::with_conn!(conn.reborrow(), |c| diesel::update(
-                    invoices::table
-                        .find(&key)
-                        .filter(invoices::status.ne(InvoiceStatus::Paid.as_str()))
-                )
-                .set((
-                    invoices::status.eq(InvoiceStatus::Paid.as_str()),
-                    invoices::paid_at.eq(at.as_millis()),
-                ))
-                .execute(c))?;
-                Ok(crate::with_conn!(conn, |c| invoices::table
+        let row = write_with!(self.db, |c| {
+            // Paid once: a second call finds it paid and changes nothing.
+            diesel::update(
+                invoices::table
                     .find(&key)
-                    .select(InvoiceRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(store_error)?;
+                    .filter(invoices::status.ne(InvoiceStatus::Paid.as_str())),
+            )
+            .set((
+                invoices::status.eq(InvoiceStatus::Paid.as_str()),
+                invoices::paid_at.eq(at.as_millis()),
+            ))
+            .execute(c)?;
+            invoices::table
+                .find(&key)
+                .select(InvoiceRow::as_select())
+                .get_result(c)
+                .optional()
+        })
+        .await
+        .map_err(store_error)?;
         row.ok_or(StoreError::NotFound)?.into_invoice()
     }
 
     async fn mark_overdue(&self, now: Timestamp) -> Result<u64, StoreError> {
-        let changed = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::update(
-                    invoices::table
-                        .filter(invoices::status.eq(InvoiceStatus::Pending.as_str()))
-                        .filter(invoices::due_at.le(now.as_millis()))
-                )
-                .set(invoices::status.eq(InvoiceStatus::Overdue.as_str()))
-                .execute(c))?)
-            })
-            .await
-            .map_err(store_error)?;
-        Ok(u64::try_from(changed).unwrap_or(0))
+        let overdue = update_rows!(
+            self.db,
+            invoices::table
+                .filter(invoices::status.eq(InvoiceStatus::Pending.as_str()))
+                .filter(invoices::due_at.le(now.as_millis())),
+            invoices::status.eq(InvoiceStatus::Overdue.as_str())
+        );
+        counted(overdue, store_error).await
     }
 }

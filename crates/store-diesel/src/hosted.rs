@@ -11,6 +11,7 @@ use idconsent_kernel::Timestamp;
 
 use crate::db::Db;
 use crate::error::DbError;
+use crate::repo::{counted, delete_rows, find_row, update_rows};
 
 pub mod schema {
     diesel::table! {
@@ -86,7 +87,7 @@ fn unavailable(error: DbError) -> StoreError {
 
 impl DieselConfirmationStore {
     async fn row(&self, subject: &str) -> Result<Option<Confirmation>, StoreError> {
-        crate::repo::find_row!(self.db, rows::table, subject.to_owned(), Row)
+        find_row!(self.db, rows::table, subject.to_owned(), Row)
             .await
             .map_err(unavailable)
             .map(|row| row.map(Row::into_confirmation))
@@ -233,24 +234,20 @@ impl ConfirmationStore for DieselConfirmationStore {
             code_hash.to_owned(),
             token_hash.to_owned(),
         );
-        let changed = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::update(
-                    rows::table
-                        .find(&subject)
-                        .filter(rows::code_hash.eq(&code_hash))
-                )
-                .set((
-                    rows::code_hash.eq(None::<String>),
-                    rows::locked_until.eq(None::<i64>),
-                    rows::token_hash.eq(Some(&token_hash)),
-                    rows::token_expires_at.eq(Some(token_expires_at.as_millis())),
-                ))
-                .execute(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let changed = update_rows!(
+            self.db,
+            rows::table
+                .find(&subject)
+                .filter(rows::code_hash.eq(&code_hash)),
+            (
+                rows::code_hash.eq(None::<String>),
+                rows::locked_until.eq(None::<i64>),
+                rows::token_hash.eq(Some(&token_hash)),
+                rows::token_expires_at.eq(Some(token_expires_at.as_millis())),
+            )
+        )
+        .await
+        .map_err(unavailable)?;
         Ok(changed == 1)
     }
 
@@ -266,68 +263,51 @@ impl ConfirmationStore for DieselConfirmationStore {
         step: &CeremonyStep,
     ) -> Result<bool, StoreError> {
         let (subject, token_hash, step) = (subject.to_owned(), token_hash.to_owned(), step.clone());
-        let changed = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::update(
-                    rows::table
-                        .find(&subject)
-                        .filter(rows::token_hash.eq(&token_hash))
-                        .filter(rows::token_expires_at.gt(now.as_millis()))
-                )
-                .set((
-                    rows::ceremony.eq(Some(&step.ceremony)),
-                    rows::passkey.eq(step.passkey.as_ref()),
-                    rows::passkey_counter.eq(i64::from(step.passkey_counter)),
-                    rows::context_hash.eq(step.context_hash.as_ref()),
-                ))
-                .execute(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let changed = update_rows!(
+            self.db,
+            rows::table
+                .find(&subject)
+                .filter(rows::token_hash.eq(&token_hash))
+                .filter(rows::token_expires_at.gt(now.as_millis())),
+            (
+                rows::ceremony.eq(Some(&step.ceremony)),
+                rows::passkey.eq(step.passkey.as_ref()),
+                rows::passkey_counter.eq(i64::from(step.passkey_counter)),
+                rows::context_hash.eq(step.context_hash.as_ref()),
+            )
+        )
+        .await
+        .map_err(unavailable)?;
         Ok(changed == 1)
     }
 
     async fn consume(&self, subject: &str, token_hash: &str) -> Result<bool, StoreError> {
         let (subject, token_hash) = (subject.to_owned(), token_hash.to_owned());
-        let deleted = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::delete(
-                    rows::table
-                        .find(&subject)
-                        .filter(rows::token_hash.eq(&token_hash))
-                )
-                .execute(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let deleted = delete_rows!(
+            self.db,
+            rows::table
+                .find(&subject)
+                .filter(rows::token_hash.eq(&token_hash))
+        )
+        .await
+        .map_err(unavailable)?;
         Ok(deleted == 1)
     }
 
     async fn forget_before(&self, before: Timestamp) -> Result<u64, StoreError> {
         let before = before.as_millis();
-        let deleted = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::delete(
-                    rows::table
-                        .filter(rows::code_expires_at.lt(before))
-                        .filter(
-                            rows::token_expires_at
-                                .is_null()
-                                .or(rows::token_expires_at.lt(before))
-                        )
-                        .filter(
-                            rows::locked_until
-                                .is_null()
-                                .or(rows::locked_until.lt(before))
-                        )
-                )
-                .execute(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
-        Ok(deleted as u64)
+        let forgotten = rows::table
+            .filter(rows::code_expires_at.lt(before))
+            .filter(
+                rows::token_expires_at
+                    .is_null()
+                    .or(rows::token_expires_at.lt(before)),
+            )
+            .filter(
+                rows::locked_until
+                    .is_null()
+                    .or(rows::locked_until.lt(before)),
+            );
+        counted(delete_rows!(self.db, forgotten), unavailable).await
     }
 }

@@ -16,7 +16,11 @@ use idconsent_webhook::Effects;
 
 use crate::db::Db;
 use crate::error::DbError;
-use crate::usage::{quota_exceeded, write_effects};
+use crate::repo::{
+    duplicate_or, find_row, found, insert_with_effects, load_rows, loaded, page_of, read_page,
+    replace_versioned,
+};
+use crate::usage::quota_exceeded;
 
 pub mod schema {
     diesel::table! {
@@ -200,30 +204,16 @@ const PENDING: &str = "pending_authorization";
 impl MandateRepository for DieselMandateStore {
     async fn create(&self, mandate: &Mandate, effects: &Effects) -> Result<(), StoreError> {
         let row = MandateRow::from_mandate(mandate);
-        let written = effects.clone();
-        self.db
-            .write(move |mut conn| {
-                crate::with_conn!(conn.reborrow(), |c| diesel::insert_into(mandates::table)
-                    .values(&row)
-                    .execute(c))?;
-                write_effects(conn, &written)
-            })
+        insert_with_effects!(self.db, mandates::table, row, effects.clone())
             .await
-            .map_err(|error| {
-                if error.is_unique_violation() {
-                    StoreError::Duplicate
-                } else {
-                    write_error(error, effects)
-                }
-            })
+            .map_err(duplicate_or(StoreError::Duplicate, |error| {
+                write_error(error, effects)
+            }))
     }
 
     async fn find(&self, id: &MandateId) -> Result<Option<Mandate>, StoreError> {
-        crate::repo::find_row!(self.db, mandates::table, id.as_str().to_owned(), MandateRow)
-            .await
-            .map_err(unavailable)?
-            .map(MandateRow::into_mandate)
-            .transpose()
+        let row = find_row!(self.db, mandates::table, id.as_str().to_owned(), MandateRow);
+        found(row, unavailable, MandateRow::into_mandate).await
     }
 
     async fn replace(
@@ -233,25 +223,17 @@ impl MandateRepository for DieselMandateStore {
         effects: &Effects,
     ) -> Result<bool, StoreError> {
         let row = MandateRow::from_mandate(mandate);
-        let written = effects.clone();
-        self.db
-            .write(move |mut conn| {
-                // The version in the WHERE makes this a compare-and-swap: of two writers that
-                // loaded the same version, the second updates nothing.
-                let changed = crate::with_conn!(conn.reborrow(), |c| diesel::update(
-                    mandates::table
-                        .filter(mandates::id.eq(&row.id))
-                        .filter(mandates::version.eq(expected_version))
-                )
-                .set(&row)
-                .execute(c))?;
-                if changed == 1 {
-                    write_effects(conn, &written)?;
-                }
-                Ok(changed == 1)
-            })
-            .await
-            .map_err(|error| write_error(error, effects))
+        replace_versioned!(
+            self.db,
+            mandates::table,
+            mandates::id,
+            mandates::version,
+            row,
+            expected_version,
+            effects.clone()
+        )
+        .await
+        .map_err(|error| write_error(error, effects))
     }
 
     async fn list(
@@ -260,68 +242,56 @@ impl MandateRepository for DieselMandateStore {
         page: PageRequest,
     ) -> Result<Page<Mandate>, StoreError> {
         let query = query.clone();
-        let (rows, total) = self
-            .db
-            .read(move |conn| {
-                crate::with_conn!(conn, |c| {
-                    let now = query.now.as_millis();
-                    let scoped = || {
-                        let mut scoped = mandates::table
-                            .filter(mandates::application_id.eq(query.application_id.as_str()))
-                            .filter(mandates::environment.eq(query.environment.as_str()))
-                            .into_boxed();
-                        if let Some(kind) = query.kind {
-                            scoped = scoped.filter(mandates::kind.eq(kind.as_str()));
-                        }
-                        // The status as of `now`: a pending mandate past its deadline is
-                        // listed as expired before the sweeper has written it.
-                        let lapsed = mandates::status
-                            .eq(PENDING)
-                            .and(mandates::authorization_deadline.le(now));
-                        match query.status {
-                            None => scoped,
-                            Some(MandateStatus::PendingAuthorization) => scoped
-                                .filter(mandates::status.eq(PENDING))
-                                .filter(mandates::authorization_deadline.gt(now)),
-                            Some(MandateStatus::Expired) => scoped.filter(
-                                mandates::status
-                                    .eq(MandateStatus::Expired.as_str())
-                                    .nullable()
-                                    .or(lapsed),
-                            ),
-                            Some(status) => scoped.filter(mandates::status.eq(status.as_str())),
-                        }
-                    };
-                    let order = (mandates::created_at.desc(), mandates::id.desc());
-                    Ok::<_, DbError>(crate::repo::page_rows!(c, scoped, order, MandateRow, page))
-                })
-            })
-            .await
-            .map_err(unavailable)?;
-        Ok(Page {
-            items: rows
-                .into_iter()
-                .map(MandateRow::into_mandate)
-                .collect::<Result<_, _>>()?,
-            request: page,
-            total: u64::try_from(total).unwrap_or(0),
-        })
+        let now = query.now.as_millis();
+        let order = (mandates::created_at.desc(), mandates::id.desc());
+        let rows = read_page!(
+            self.db,
+            || {
+                let mut scoped = mandates::table
+                    .filter(mandates::application_id.eq(query.application_id.as_str()))
+                    .filter(mandates::environment.eq(query.environment.as_str()))
+                    .into_boxed();
+                if let Some(kind) = query.kind {
+                    scoped = scoped.filter(mandates::kind.eq(kind.as_str()));
+                }
+                // The status as of `now`: a pending mandate past its deadline is listed as
+                // expired before the sweeper has written it.
+                let lapsed = mandates::status
+                    .eq(PENDING)
+                    .and(mandates::authorization_deadline.le(now));
+                match query.status {
+                    None => scoped,
+                    Some(MandateStatus::PendingAuthorization) => scoped
+                        .filter(mandates::status.eq(PENDING))
+                        .filter(mandates::authorization_deadline.gt(now)),
+                    Some(MandateStatus::Expired) => scoped.filter(
+                        mandates::status
+                            .eq(MandateStatus::Expired.as_str())
+                            .nullable()
+                            .or(lapsed),
+                    ),
+                    Some(status) => scoped.filter(mandates::status.eq(status.as_str())),
+                }
+            },
+            order,
+            MandateRow,
+            page
+        )
+        .await
+        .map_err(unavailable)?;
+        page_of(rows, page, MandateRow::into_mandate)
     }
 
     async fn due_for_expiry(&self, now: Timestamp, limit: u32) -> Result<Vec<Mandate>, StoreError> {
-        let rows = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| mandates::table
-                    .filter(mandates::status.eq(PENDING))
-                    .filter(mandates::authorization_deadline.le(now.as_millis()))
-                    .order((mandates::authorization_deadline, mandates::id))
-                    .limit(i64::from(limit))
-                    .select(MandateRow::as_select())
-                    .load(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
-        rows.into_iter().map(MandateRow::into_mandate).collect()
+        let rows = load_rows!(
+            self.db,
+            mandates::table
+                .filter(mandates::status.eq(PENDING))
+                .filter(mandates::authorization_deadline.le(now.as_millis()))
+                .order((mandates::authorization_deadline, mandates::id))
+                .limit(i64::from(limit)),
+            MandateRow
+        );
+        loaded(rows, unavailable, MandateRow::into_mandate).await
     }
 }

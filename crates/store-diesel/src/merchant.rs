@@ -35,7 +35,7 @@ impl DieselMerchantStore {
 }
 
 /// Rollback tag: the row to change does not exist.
-const NOT_FOUND: &str = "not found";
+pub(crate) const NOT_FOUND: &str = "not found";
 
 /// The port error for a storage failure: rule tags become `Conflict` (or `NotFound`), unique
 /// violations `Duplicate`, a reference to a missing row `NotFound`, anything else `Unavailable`.
@@ -128,9 +128,4 @@ fn page_bounds(page: idconsent_kernel::PageRequest) -> (i64, i64) {
         i64::try_from(page.offset()).unwrap_or(i64::MAX),
         i64::from(page.limit()),
     )
-}
-
-/// A row count as the port's unsigned count.
-fn total(count: i64) -> u64 {
-    u64::try_from(count).unwrap_or(0)
 }

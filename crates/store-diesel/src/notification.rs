@@ -11,6 +11,7 @@ use idconsent_notification::{
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
+use crate::repo::{duplicate_or, insert_row, load_rows, read_with, write_with};
 use crate::schema::outgoing_messages;
 
 /// The outbox of SMS and email.
@@ -96,35 +97,24 @@ fn into_messages(rows: Vec<MessageRow>) -> Result<Vec<Message>, MessageStoreErro
 #[async_trait]
 impl MessageStore for DieselMessageStore {
     async fn insert(&self, message: &Message) -> Result<(), MessageStoreError> {
-        crate::repo::insert_row!(
-            self.db,
-            outgoing_messages::table,
-            MessageRow::from_message(message)
-        )
-        .await
-        .map_err(|error| {
-            if error.is_unique_violation() {
-                MessageStoreError::Duplicate
-            } else {
-                unavailable(error)
-            }
-        })
+        let row = MessageRow::from_message(message);
+        insert_row!(self.db, outgoing_messages::table, row)
+            .await
+            .map_err(duplicate_or(MessageStoreError::Duplicate, unavailable))
     }
 
     async fn list_for(&self, to: &str, limit: u32) -> Result<Vec<Message>, MessageStoreError> {
         let to = to.to_owned();
-        let rows = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| outgoing_messages::table
-                    .filter(outgoing_messages::recipient.eq(to))
-                    .order((outgoing_messages::created_at, outgoing_messages::id))
-                    .limit(i64::from(limit))
-                    .select(MessageRow::as_select())
-                    .load(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let rows = load_rows!(
+            self.db,
+            outgoing_messages::table
+                .filter(outgoing_messages::recipient.eq(to))
+                .order((outgoing_messages::created_at, outgoing_messages::id))
+                .limit(i64::from(limit)),
+            MessageRow
+        )
+        .await
+        .map_err(unavailable)?;
         into_messages(rows)
     }
 
@@ -151,31 +141,26 @@ impl MessageStore for DieselMessageStore {
         at: Timestamp,
         erase_content: bool,
     ) -> Result<(), MessageStoreError> {
-        let id = id.as_str().to_owned();
-        let updated = self
-            .db
-            .write(move |conn| {
-                let target = outgoing_messages::table.find(id);
-                let delivered = (
-                    outgoing_messages::status.eq(DeliveryStatus::Delivered.as_str()),
-                    outgoing_messages::attempts.eq(outgoing_messages::attempts + 1),
-                    outgoing_messages::delivered_at.eq(Some(at.as_millis())),
-                );
-                Ok(with_conn!(conn, |c| if erase_content {
-                    diesel::update(target)
-                        .set((
-                            delivered,
-                            outgoing_messages::body.eq(""),
-                            outgoing_messages::code.eq(None::<String>),
-                            outgoing_messages::link.eq(None::<String>),
-                        ))
-                        .execute(c)
-                } else {
-                    diesel::update(target).set(delivered).execute(c)
-                })?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let target = outgoing_messages::table.find(id.as_str().to_owned());
+        let delivered = (
+            outgoing_messages::status.eq(DeliveryStatus::Delivered.as_str()),
+            outgoing_messages::attempts.eq(outgoing_messages::attempts + 1),
+            outgoing_messages::delivered_at.eq(Some(at.as_millis())),
+        );
+        let updated = write_with!(self.db, |c| if erase_content {
+            diesel::update(target)
+                .set((
+                    delivered,
+                    outgoing_messages::body.eq(""),
+                    outgoing_messages::code.eq(None::<String>),
+                    outgoing_messages::link.eq(None::<String>),
+                ))
+                .execute(c)
+        } else {
+            diesel::update(target).set(delivered).execute(c)
+        })
+        .await
+        .map_err(unavailable)?;
         found_one(updated)
     }
 
@@ -185,46 +170,36 @@ impl MessageStore for DieselMessageStore {
         error: &str,
         next_attempt_at: Option<Timestamp>,
     ) -> Result<(), MessageStoreError> {
-        let id = id.as_str().to_owned();
-        let error = error.chars().take(500).collect::<String>();
-        let updated = self
-            .db
-            .write(move |conn| {
-                let target = outgoing_messages::table.find(id);
-                let failed_attempt = (
-                    outgoing_messages::attempts.eq(outgoing_messages::attempts + 1),
-                    outgoing_messages::last_error.eq(Some(error)),
-                );
-                Ok(with_conn!(conn, |c| match next_attempt_at {
-                    Some(next) => diesel::update(target)
-                        .set((
-                            failed_attempt,
-                            outgoing_messages::next_attempt_at.eq(next.as_millis())
-                        ))
-                        .execute(c),
-                    None => diesel::update(target)
-                        .set((
-                            failed_attempt,
-                            outgoing_messages::status.eq(DeliveryStatus::Failed.as_str()),
-                        ))
-                        .execute(c),
-                })?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let target = outgoing_messages::table.find(id.as_str().to_owned());
+        let failed_attempt = (
+            outgoing_messages::attempts.eq(outgoing_messages::attempts + 1),
+            outgoing_messages::last_error.eq(Some(error.chars().take(500).collect::<String>())),
+        );
+        let updated = write_with!(self.db, |c| match next_attempt_at {
+            Some(next) => diesel::update(target)
+                .set((
+                    failed_attempt,
+                    outgoing_messages::next_attempt_at.eq(next.as_millis()),
+                ))
+                .execute(c),
+            None => diesel::update(target)
+                .set((
+                    failed_attempt,
+                    outgoing_messages::status.eq(DeliveryStatus::Failed.as_str()),
+                ))
+                .execute(c),
+        })
+        .await
+        .map_err(unavailable)?;
         found_one(updated)
     }
 
     async fn count_queued(&self, channel: Channel) -> Result<u64, MessageStoreError> {
-        let count: i64 = self
-            .db
-            .read(move |conn| {
-                let query = outgoing_messages::table
-                    .filter(outgoing_messages::channel.eq(channel.as_str()))
-                    .filter(outgoing_messages::status.eq(DeliveryStatus::Queued.as_str()))
-                    .count();
-                Ok(with_conn!(conn, |c| query.get_result(c))?)
-            })
+        let queued = outgoing_messages::table
+            .filter(outgoing_messages::channel.eq(channel.as_str()))
+            .filter(outgoing_messages::status.eq(DeliveryStatus::Queued.as_str()))
+            .count();
+        let count: i64 = read_with!(self.db, |c| queued.get_result(c))
             .await
             .map_err(unavailable)?;
         Ok(u64::try_from(count).unwrap_or(0))

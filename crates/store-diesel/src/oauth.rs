@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
+use crate::repo::{duplicate_or, find_row, find_where, found, insert_row, unreadable, update_rows};
 use crate::schema::{consent_sessions, oauth_grants, oauth_requests, oauth_tokens};
 
 #[derive(Debug, Clone)]
@@ -32,7 +33,7 @@ fn unavailable(error: DbError) -> StoreError {
 }
 
 fn corrupt(table: &str, column: &str, id: &str) -> StoreError {
-    StoreError::Unavailable(format!("unreadable stored value: {table}.{column} of {id}").into())
+    StoreError::Unavailable(unreadable(table, column, id))
 }
 
 fn to_json(values: &[impl AsRef<str>]) -> String {
@@ -214,14 +215,6 @@ impl TokenRow {
     }
 }
 
-fn duplicate_or_unavailable(error: DbError) -> StoreError {
-    if error.is_unique_violation() {
-        StoreError::Duplicate
-    } else {
-        unavailable(error)
-    }
-}
-
 /// The grant of `code_id` with its session's state, in one statement.
 fn read_grant_with_session(
     conn: AnyConnection<'_>,
@@ -327,47 +320,32 @@ impl<C> RunQueryDsl<C> for SpendGrant<'_> {}
 #[async_trait]
 impl OAuthRepository for DieselOAuthStore {
     async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError> {
-        crate::repo::insert_row!(
-            self.db,
-            oauth_requests::table,
-            RequestRow::from_request(request)
-        )
-        .await
-        .map_err(duplicate_or_unavailable)
+        let row = RequestRow::from_request(request);
+        insert_row!(self.db, oauth_requests::table, row)
+            .await
+            .map_err(duplicate_or(StoreError::Duplicate, unavailable))
     }
 
     async fn find_request(&self, session: &SessionId) -> Result<Option<AccessRequest>, StoreError> {
-        let row = crate::repo::find_row!(
-            self.db,
-            oauth_requests::table,
-            session.as_str().to_owned(),
-            RequestRow
-        )
-        .await
-        .map_err(unavailable)?;
-        row.map(RequestRow::into_request).transpose()
+        let key = session.as_str().to_owned();
+        let row = find_row!(self.db, oauth_requests::table, key, RequestRow);
+        found(row, unavailable, RequestRow::into_request).await
     }
 
     async fn insert_grant(&self, grant: &Grant) -> Result<(), StoreError> {
-        crate::repo::insert_row!(self.db, oauth_grants::table, GrantRow::from_grant(grant))
+        insert_row!(self.db, oauth_grants::table, GrantRow::from_grant(grant))
             .await
-            .map_err(duplicate_or_unavailable)
+            .map_err(duplicate_or(StoreError::Duplicate, unavailable))
     }
 
     async fn grant_of_session(&self, session: &SessionId) -> Result<Option<Grant>, StoreError> {
         let id = session.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| oauth_grants::table
-                    .filter(oauth_grants::session_id.eq(id))
-                    .select(GrantRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
-        row.map(GrantRow::into_grant).transpose()
+        let of_session = find_where!(
+            self.db,
+            oauth_grants::table.filter(oauth_grants::session_id.eq(id)),
+            GrantRow
+        );
+        found(of_session, unavailable, GrantRow::into_grant).await
     }
 
     async fn redeem(
@@ -424,11 +402,8 @@ impl OAuthRepository for DieselOAuthStore {
     }
 
     async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError> {
-        let row =
-            crate::repo::find_row!(self.db, oauth_tokens::table, token_id.to_owned(), TokenRow)
-                .await
-                .map_err(unavailable)?;
-        row.map(TokenRow::into_token).transpose()
+        let row = find_row!(self.db, oauth_tokens::table, token_id.to_owned(), TokenRow);
+        found(row, unavailable, TokenRow::into_token).await
     }
 
     async fn revoke_token(
@@ -439,19 +414,16 @@ impl OAuthRepository for DieselOAuthStore {
     ) -> Result<bool, StoreError> {
         let id = token_id.to_owned();
         let application = application.as_str().to_owned();
-        self.db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::update(
-                    oauth_tokens::table
-                        .find(id)
-                        .filter(oauth_tokens::application_id.eq(application))
-                        .filter(oauth_tokens::revoked_at.is_null())
-                )
-                .set(oauth_tokens::revoked_at.eq(Some(at.as_millis())))
-                .execute(c))?
-                    == 1)
-            })
-            .await
-            .map_err(unavailable)
+        let revoked = update_rows!(
+            self.db,
+            oauth_tokens::table
+                .find(id)
+                .filter(oauth_tokens::application_id.eq(application))
+                .filter(oauth_tokens::revoked_at.is_null()),
+            oauth_tokens::revoked_at.eq(Some(at.as_millis()))
+        )
+        .await
+        .map_err(unavailable)?;
+        Ok(revoked == 1)
     }
 }

@@ -8,6 +8,7 @@ use idconsent_qrcode::{QrCodeRepository, StoreError, StoredQr};
 
 use crate::db::Db;
 use crate::error::DbError;
+use crate::repo::{duplicate_or, find_row, found, insert_row};
 use crate::schema::qr_codes;
 
 #[derive(Debug, Clone)]
@@ -72,24 +73,20 @@ impl QrRow {
     }
 }
 
+fn unavailable(error: DbError) -> StoreError {
+    StoreError::Unavailable(Box::new(error))
+}
+
 #[async_trait]
 impl QrCodeRepository for DieselQrCodeStore {
     async fn insert(&self, code: &StoredQr) -> Result<(), StoreError> {
-        crate::repo::insert_row!(self.db, qr_codes::table, QrRow::from_code(code))
+        insert_row!(self.db, qr_codes::table, QrRow::from_code(code))
             .await
-            .map_err(|error: DbError| {
-                if error.is_unique_violation() {
-                    StoreError::Duplicate
-                } else {
-                    StoreError::Unavailable(Box::new(error))
-                }
-            })
+            .map_err(duplicate_or(StoreError::Duplicate, unavailable))
     }
 
     async fn find(&self, id: &QrCodeId) -> Result<Option<StoredQr>, StoreError> {
-        let row = crate::repo::find_row!(self.db, qr_codes::table, id.as_str().to_owned(), QrRow)
-            .await
-            .map_err(|error| StoreError::Unavailable(Box::new(error)))?;
-        row.map(QrRow::into_code).transpose()
+        let row = find_row!(self.db, qr_codes::table, id.as_str().to_owned(), QrRow);
+        found(row, unavailable, QrRow::into_code).await
     }
 }

@@ -13,7 +13,10 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::Db;
 use crate::error::DbError;
-use crate::usage::write_effects;
+use crate::repo::{
+    duplicate_or, find_row, found, insert_with_effects, load_rows, loaded, replace_versioned,
+    unreadable,
+};
 
 pub mod schema {
     diesel::table! {
@@ -98,15 +101,8 @@ impl RequestRow {
     }
 
     fn into_request(self) -> Result<SignatureRequest, StoreError> {
-        let corrupt = |what: &str| {
-            StoreError::Unavailable(
-                format!(
-                    "unreadable stored value: signature_requests.{what} of {}",
-                    self.id
-                )
-                .into(),
-            )
-        };
+        let corrupt =
+            |what: &str| StoreError::Unavailable(unreadable("signature_requests", what, &self.id));
         let body: Body = serde_json::from_str(&self.body).map_err(|_| corrupt("body"))?;
         Ok(SignatureRequest {
             environment: Environment::parse(&self.environment)
@@ -141,40 +137,15 @@ impl SignatureRepository for DieselSignatureStore {
         effects: &Effects,
     ) -> Result<(), StoreError> {
         let row = RequestRow::from_request(request)?;
-        let effects = effects.clone();
-        self.db
-            .write(move |mut conn| {
-                crate::with_conn!(conn.reborrow(), |c| diesel::insert_into(
-                    signature_requests::table
-                )
-                .values(&row)
-                .execute(c))?;
-                write_effects(conn, &effects)
-            })
+        insert_with_effects!(self.db, signature_requests::table, row, effects.clone())
             .await
-            .map_err(|error| {
-                if error.is_unique_violation() {
-                    StoreError::Duplicate
-                } else {
-                    unavailable(error)
-                }
-            })
+            .map_err(duplicate_or(StoreError::Duplicate, unavailable))
     }
 
     async fn find(&self, id: &SignatureRequestId) -> Result<Option<SignatureRequest>, StoreError> {
-        let id = id.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| signature_requests::table
-                    .find(id)
-                    .select(RequestRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(unavailable)?;
-        row.map(RequestRow::into_request).transpose()
+        let key = id.as_str().to_owned();
+        let row = find_row!(self.db, signature_requests::table, key, RequestRow);
+        found(row, unavailable, RequestRow::into_request).await
     }
 
     async fn replace(
@@ -184,25 +155,17 @@ impl SignatureRepository for DieselSignatureStore {
         effects: &Effects,
     ) -> Result<bool, StoreError> {
         let row = RequestRow::from_request(request)?;
-        let effects = effects.clone();
-        self.db
-            .write(move |mut conn| {
-                // The version in the WHERE makes this a compare-and-swap: of two writers that
-                // loaded the same version, the second updates nothing.
-                let changed = crate::with_conn!(conn.reborrow(), |c| diesel::update(
-                    signature_requests::table
-                        .filter(signature_requests::id.eq(&row.id))
-                        .filter(signature_requests::version.eq(expected_version))
-                )
-                .set(&row)
-                .execute(c))?;
-                if changed == 1 {
-                    write_effects(conn, &effects)?;
-                }
-                Ok(changed == 1)
-            })
-            .await
-            .map_err(unavailable)
+        replace_versioned!(
+            self.db,
+            signature_requests::table,
+            signature_requests::id,
+            signature_requests::version,
+            row,
+            expected_version,
+            effects.clone()
+        )
+        .await
+        .map_err(unavailable)
     }
 
     async fn due_for_expiry(
@@ -210,19 +173,15 @@ impl SignatureRepository for DieselSignatureStore {
         now: Timestamp,
         limit: u32,
     ) -> Result<Vec<SignatureRequest>, StoreError> {
-        let rows = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| signature_requests::table
-                    .filter(signature_requests::status.eq(RequestStatus::Pending.as_str()))
-                    .filter(signature_requests::expires_at.le(now.as_millis()))
-                    .order((signature_requests::expires_at, signature_requests::id))
-                    .limit(i64::from(limit))
-                    .select(RequestRow::as_select())
-                    .load(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
-        rows.into_iter().map(RequestRow::into_request).collect()
+        let rows = load_rows!(
+            self.db,
+            signature_requests::table
+                .filter(signature_requests::status.eq(RequestStatus::Pending.as_str()))
+                .filter(signature_requests::expires_at.le(now.as_millis()))
+                .order((signature_requests::expires_at, signature_requests::id))
+                .limit(i64::from(limit)),
+            RequestRow
+        );
+        loaded(rows, unavailable, RequestRow::into_request).await
     }
 }

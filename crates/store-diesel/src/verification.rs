@@ -14,7 +14,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
-use crate::repo::{find_row, insert_with_effects, replace_versioned};
+use crate::repo::{
+    duplicate_or, find_row, found, insert_with_effects, read_with, replace_versioned, unreadable,
+};
 use crate::usage::quota_exceeded;
 
 pub mod schema {
@@ -99,13 +101,7 @@ impl VerificationRow {
 
     fn into_verification(self) -> Result<Verification, StoreError> {
         let corrupt = |what: &str| {
-            StoreError::Unavailable(
-                format!(
-                    "unreadable stored value: identity_verifications.{what} of {}",
-                    self.id
-                )
-                .into(),
-            )
+            StoreError::Unavailable(unreadable("identity_verifications", what, &self.id))
         };
         let body: Body = serde_json::from_str(&self.body).map_err(|_| corrupt("body"))?;
         if VerificationStatus::parse(&self.status).is_none() {
@@ -146,28 +142,23 @@ impl VerificationStore for DieselVerificationStore {
         let row = VerificationRow::from_verification(verification)?;
         insert_with_effects!(self.db, jobs::table, row, effects.clone())
             .await
-            .map_err(|error| {
-                if error.is_unique_violation() {
-                    return StoreError::Duplicate;
-                }
-                match quota_exceeded(&error, &effects.charges) {
+            .map_err(duplicate_or(
+                StoreError::Duplicate,
+                |error| match quota_exceeded(&error, &effects.charges) {
                     Some(quota) => StoreError::Quota(quota),
                     None => unavailable(error),
-                }
-            })
+                },
+            ))
     }
 
     async fn find(&self, id: &VerificationId) -> Result<Option<Verification>, StoreError> {
-        find_row!(
+        let row = find_row!(
             self.db,
             jobs::table,
             id.as_str().to_owned(),
             VerificationRow
-        )
-        .await
-        .map_err(unavailable)?
-        .map(VerificationRow::into_verification)
-        .transpose()
+        );
+        found(row, unavailable, VerificationRow::into_verification).await
     }
 
     async fn claim_due(
@@ -184,16 +175,10 @@ impl VerificationStore for DieselVerificationStore {
         };
         // Workers poll every second when idle: a read answers "nothing to do" without taking
         // the single writer (SQLite) or a transaction (PostgreSQL).
-        let any_due = self
-            .db
-            .read(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::select(
-                    diesel::dsl::exists(due())
-                )
-                .get_result::<bool>(c))?)
-            })
-            .await
-            .map_err(unavailable)?;
+        let any_due = read_with!(self.db, |c| diesel::select(diesel::dsl::exists(due()))
+            .get_result::<bool>(c))
+        .await
+        .map_err(unavailable)?;
         if !any_due {
             return Ok(Vec::new());
         }

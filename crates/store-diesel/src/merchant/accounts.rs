@@ -16,9 +16,12 @@ use idconsent_merchant::ports::{MerchantRepository, NewKey, RepositoryError, con
 use super::team::UserRow;
 use super::{
     DieselMerchantStore, Lock, NOT_FOUND, corrupt, lock_merchant, page_bounds, repository_error,
-    total,
 };
 use crate::error::DbError;
+use crate::repo::{
+    find_row, found, insert_row, load_rows, loaded, page_of, read_with, update_one, update_one_if,
+    write_with,
+};
 use crate::schema::{api_credentials, applications, merchant_documents, merchant_users, merchants};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -162,6 +165,24 @@ impl ProfileChange {
     }
 }
 
+/// The change that stamps one `*_verified_at` column of a merchant (and `updated_at`) with `at`.
+fn verified<C>(
+    column: C,
+    at: Timestamp,
+) -> (
+    diesel::dsl::Eq<C, Option<i64>>,
+    diesel::dsl::Eq<merchants::updated_at, i64>,
+)
+where
+    C: ExpressionMethods
+        + Expression<SqlType = diesel::sql_types::Nullable<diesel::sql_types::BigInt>>,
+{
+    (
+        column.eq(Some(at.as_millis())),
+        merchants::updated_at.eq(at.as_millis()),
+    )
+}
+
 /// A status change; outer `None` leaves a column alone, `Some(None)` clears it.
 #[derive(Debug, AsChangeset)]
 #[diesel(table_name = merchants)]
@@ -267,32 +288,27 @@ impl MerchantRepository for DieselMerchantStore {
     ) -> Result<(), RepositoryError> {
         let merchant = MerchantRow::from_merchant(merchant);
         let owner = UserRow::from_user(owner);
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| {
-                    diesel::insert_into(merchants::table)
-                        .values(&merchant)
-                        .execute(c)?;
-                    diesel::insert_into(merchant_users::table)
-                        .values(&owner)
-                        .execute(c)?;
-                });
-                Ok(())
-            })
-            .await
-            .map_err(repository_error)
+        write_with!(self.db, |c| {
+            diesel::insert_into(merchants::table)
+                .values(&merchant)
+                .execute(c)?;
+            diesel::insert_into(merchant_users::table)
+                .values(&owner)
+                .execute(c)
+        })
+        .await
+        .map_err(repository_error)?;
+        Ok(())
     }
 
     async fn find(&self, id: &MerchantId) -> Result<Option<Merchant>, RepositoryError> {
-        let row = crate::repo::find_row!(
+        let row = find_row!(
             self.db,
             merchants::table,
             id.as_str().to_owned(),
             MerchantRow
-        )
-        .await
-        .map_err(repository_error)?;
-        row.map(MerchantRow::into_merchant).transpose()
+        );
+        found(row, repository_error, MerchantRow::into_merchant).await
     }
 
     async fn list(
@@ -301,35 +317,24 @@ impl MerchantRepository for DieselMerchantStore {
         page: PageRequest,
     ) -> Result<Page<Merchant>, RepositoryError> {
         let (offset, limit) = page_bounds(page);
-        let (rows, count) = self
-            .db
-            .read(move |conn| {
-                with_conn!(conn, |c| c.transaction(|c| {
-                    let mut count = merchants::table.count().into_boxed();
-                    let mut rows = merchants::table
-                        .select(MerchantRow::as_select())
-                        .order((merchants::created_at.desc(), merchants::id.desc()))
-                        .offset(offset)
-                        .limit(limit)
-                        .into_boxed();
-                    if let Some(status) = status {
-                        count = count.filter(merchants::status.eq(status.as_str()));
-                        rows = rows.filter(merchants::status.eq(status.as_str()));
-                    }
-                    let count: i64 = count.get_result(c)?;
-                    Ok::<_, DbError>((rows.load(c)?, count))
-                }))
-            })
-            .await
-            .map_err(repository_error)?;
-        Ok(Page {
-            items: rows
-                .into_iter()
-                .map(MerchantRow::into_merchant)
-                .collect::<Result<_, _>>()?,
-            request: page,
-            total: total(count),
-        })
+        let rows = read_with!(self.db, |c| c.transaction(|c| {
+            let mut count = merchants::table.count().into_boxed();
+            let mut rows = merchants::table
+                .select(MerchantRow::as_select())
+                .order((merchants::created_at.desc(), merchants::id.desc()))
+                .offset(offset)
+                .limit(limit)
+                .into_boxed();
+            if let Some(status) = status {
+                count = count.filter(merchants::status.eq(status.as_str()));
+                rows = rows.filter(merchants::status.eq(status.as_str()));
+            }
+            let count: i64 = count.get_result(c)?;
+            Ok::<_, DbError>((rows.load(c)?, count))
+        }))
+        .await
+        .map_err(repository_error)?;
+        page_of(rows, page, MerchantRow::into_merchant)
     }
 
     async fn mark_email_verified(
@@ -338,16 +343,10 @@ impl MerchantRepository for DieselMerchantStore {
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
-        crate::repo::update_one!(
-            self.db,
-            merchants::table.find(id),
-            (
-                merchants::email_verified_at.eq(Some(at.as_millis())),
-                merchants::updated_at.eq(at.as_millis()),
-            )
-        )
-        .await
-        .map_err(repository_error)
+        let change = verified(merchants::email_verified_at, at);
+        update_one!(self.db, merchants::table.find(id), change)
+            .await
+            .map_err(repository_error)
     }
 
     async fn mark_phone_verified(
@@ -356,16 +355,10 @@ impl MerchantRepository for DieselMerchantStore {
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
-        crate::repo::update_one!(
-            self.db,
-            merchants::table.find(id),
-            (
-                merchants::phone_verified_at.eq(Some(at.as_millis())),
-                merchants::updated_at.eq(at.as_millis()),
-            )
-        )
-        .await
-        .map_err(repository_error)
+        let change = verified(merchants::phone_verified_at, at);
+        update_one!(self.db, merchants::table.find(id), change)
+            .await
+            .map_err(repository_error)
     }
 
     async fn save_profile(
@@ -376,7 +369,7 @@ impl MerchantRepository for DieselMerchantStore {
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
         let change = ProfileChange::from_profile(profile, at);
-        crate::repo::update_one!(self.db, merchants::table.find(id), &change)
+        update_one!(self.db, merchants::table.find(id), &change)
             .await
             .map_err(repository_error)
     }
@@ -392,34 +385,16 @@ impl MerchantRepository for DieselMerchantStore {
         let id = id.as_str().to_owned();
         let from: Vec<&'static str> = from.iter().map(|status| status.as_str()).collect();
         let change = StatusChange::new(to, at, reason);
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| {
-                    let changed = diesel::update(
-                        merchants::table
-                            .find(&id)
-                            .filter(merchants::status.eq_any(&from)),
-                    )
-                    .set(&change)
-                    .execute(c)?;
-                    if changed == 0 {
-                        let exists = merchants::table
-                            .find(&id)
-                            .select(merchants::id)
-                            .get_result::<String>(c)
-                            .optional()?
-                            .is_some();
-                        return Err(DbError::Rollback(if exists {
-                            conflicts::WRONG_STATUS
-                        } else {
-                            NOT_FOUND
-                        }));
-                    }
-                    Ok(())
-                })
-            })
-            .await
-            .map_err(repository_error)
+        update_one_if!(
+            self.db,
+            merchants,
+            id,
+            merchants::status.eq_any(&from),
+            &change,
+            conflicts::WRONG_STATUS
+        )
+        .await
+        .map_err(repository_error)
     }
 
     async fn approve(
@@ -450,13 +425,10 @@ impl MerchantRepository for DieselMerchantStore {
     }
 
     async fn add_document(&self, document: &Document) -> Result<(), RepositoryError> {
-        crate::repo::insert_row!(
-            self.db,
-            merchant_documents::table,
-            DocumentRow::from_document(document)
-        )
-        .await
-        .map_err(repository_error)
+        let row = DocumentRow::from_document(document);
+        insert_row!(self.db, merchant_documents::table, row)
+            .await
+            .map_err(repository_error)
     }
 
     async fn list_documents(
@@ -464,18 +436,14 @@ impl MerchantRepository for DieselMerchantStore {
         merchant: &MerchantId,
     ) -> Result<Vec<Document>, RepositoryError> {
         let merchant = merchant.as_str().to_owned();
-        let rows = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| merchant_documents::table
-                    .filter(merchant_documents::merchant_id.eq(merchant))
-                    .order((merchant_documents::uploaded_at, merchant_documents::id))
-                    .select(DocumentRow::as_select())
-                    .load(c))?)
-            })
-            .await
-            .map_err(repository_error)?;
-        rows.into_iter().map(DocumentRow::into_document).collect()
+        let rows = load_rows!(
+            self.db,
+            merchant_documents::table
+                .filter(merchant_documents::merchant_id.eq(merchant))
+                .order((merchant_documents::uploaded_at, merchant_documents::id)),
+            DocumentRow
+        );
+        loaded(rows, repository_error, DocumentRow::into_document).await
     }
 }
 

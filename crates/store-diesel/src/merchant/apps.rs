@@ -15,10 +15,11 @@ use idconsent_merchant::ports::{ApplicationRepository, NewKey, RepositoryError, 
 
 use super::accounts::NewCredentialRow;
 use super::{
-    DieselMerchantStore, Lock, NOT_FOUND, corrupt, found_one, lock_application, lock_merchant,
-    page_bounds, repository_error, total,
+    DieselMerchantStore, Lock, NOT_FOUND, corrupt, lock_application, lock_merchant, page_bounds,
+    repository_error,
 };
 use crate::error::DbError;
+use crate::repo::{page_of, read_with, update_one};
 use crate::schema::{api_credentials, applications};
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -240,23 +241,19 @@ impl ApplicationRepository for DieselMerchantStore {
 
     async fn find(&self, id: &ApplicationId) -> Result<Option<Application>, RepositoryError> {
         let id = id.as_str().to_owned();
-        let found = self
-            .db
-            .read(move |conn| {
-                with_conn!(conn, |c| {
-                    let row = applications::table
-                        .find(&id)
-                        .select(ApplicationRow::as_select())
-                        .get_result(c)
-                        .optional()?;
-                    Ok(match row {
-                        Some(row) => Some((row, current_keys!(c, [&id])?)),
-                        None => None,
-                    })
-                })
+        let found = read_with!(self.db, |c| {
+            let row = applications::table
+                .find(&id)
+                .select(ApplicationRow::as_select())
+                .get_result(c)
+                .optional()?;
+            Ok::<_, DbError>(match row {
+                Some(row) => Some((row, current_keys!(c, [&id])?)),
+                None => None,
             })
-            .await
-            .map_err(repository_error)?;
+        })
+        .await
+        .map_err(repository_error)?;
         found
             .map(|(row, keys)| row.into_application(&keys))
             .transpose()
@@ -269,42 +266,31 @@ impl ApplicationRepository for DieselMerchantStore {
     ) -> Result<Page<Application>, RepositoryError> {
         let merchant = merchant.as_str().to_owned();
         let (offset, limit) = page_bounds(page);
-        let (rows, keys, count) = self
-            .db
-            .read(move |conn| {
-                with_conn!(conn, |c| c.transaction(|c| {
-                    let mine = applications::table.filter(applications::merchant_id.eq(&merchant));
-                    let count: i64 = mine.count().get_result(c)?;
-                    let rows = mine
-                        .order((applications::created_at, applications::id))
-                        .offset(offset)
-                        .limit(limit)
-                        .select(ApplicationRow::as_select())
-                        .load(c)?;
-                    let ids: Vec<&str> = rows
-                        .iter()
-                        .map(|r: &ApplicationRow| r.id.as_str())
-                        .collect();
-                    let keys = current_keys!(c, ids)?;
-                    Ok::<_, DbError>((rows, keys, count))
-                }))
-            })
-            .await
-            .map_err(repository_error)?;
-        Ok(Page {
-            items: rows
-                .into_iter()
-                .map(|row| row.into_application(&keys))
-                .collect::<Result<_, _>>()?,
-            request: page,
-            total: total(count),
-        })
+        let (rows, keys, count) = read_with!(self.db, |c| c.transaction(|c| {
+            let mine = applications::table.filter(applications::merchant_id.eq(&merchant));
+            let count: i64 = mine.count().get_result(c)?;
+            let rows = mine
+                .order((applications::created_at, applications::id))
+                .offset(offset)
+                .limit(limit)
+                .select(ApplicationRow::as_select())
+                .load(c)?;
+            let ids: Vec<&str> = rows
+                .iter()
+                .map(|r: &ApplicationRow| r.id.as_str())
+                .collect();
+            let keys = current_keys!(c, ids)?;
+            Ok::<_, DbError>((rows, keys, count))
+        }))
+        .await
+        .map_err(repository_error)?;
+        page_of((rows, count), page, |row| row.into_application(&keys))
     }
 
     async fn update(&self, application: &Application) -> Result<(), RepositoryError> {
         let id = application.id.as_str().to_owned();
         let change = ApplicationChange::from_application(application)?;
-        crate::repo::update_one!(self.db, applications::table.find(id), &change)
+        update_one!(self.db, applications::table.find(id), &change)
             .await
             .map_err(repository_error)
     }
@@ -351,23 +337,15 @@ impl ApplicationRepository for DieselMerchantStore {
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
         let new = new.as_str().to_owned();
-        self.db
-            .write(move |conn| {
-                let target = applications::table.find(id);
-                // Right-hand sides read the row as it was: the current secret becomes the
-                // previous one.
-                let change = (
-                    applications::previous_webhook_secret
-                        .eq(applications::webhook_secret.nullable()),
-                    applications::previous_webhook_secret_expires_at
-                        .eq(Some(previous_expires_at.as_millis())),
-                    applications::webhook_secret.eq(new),
-                    applications::updated_at.eq(at.as_millis()),
-                );
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(change)
-                    .execute(c))?)
-            })
+        // Right-hand sides read the row as it was: the current secret becomes the previous one.
+        let change = (
+            applications::previous_webhook_secret.eq(applications::webhook_secret.nullable()),
+            applications::previous_webhook_secret_expires_at
+                .eq(Some(previous_expires_at.as_millis())),
+            applications::webhook_secret.eq(new),
+            applications::updated_at.eq(at.as_millis()),
+        );
+        update_one!(self.db, applications::table.find(id), change)
             .await
             .map_err(repository_error)
     }
@@ -381,22 +359,14 @@ impl ApplicationRepository for DieselMerchantStore {
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
         let new = new.as_str().to_owned();
-        self.db
-            .write(move |conn| {
-                let target = applications::table.find(id);
-                // Right-hand sides read the row as it was: the current secret becomes the
-                // previous one.
-                let change = (
-                    applications::previous_secret.eq(applications::secret.nullable()),
-                    applications::previous_secret_expires_at
-                        .eq(Some(previous_expires_at.as_millis())),
-                    applications::secret.eq(new),
-                    applications::updated_at.eq(at.as_millis()),
-                );
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set(change)
-                    .execute(c))?)
-            })
+        // Right-hand sides read the row as it was: the current secret becomes the previous one.
+        let change = (
+            applications::previous_secret.eq(applications::secret.nullable()),
+            applications::previous_secret_expires_at.eq(Some(previous_expires_at.as_millis())),
+            applications::secret.eq(new),
+            applications::updated_at.eq(at.as_millis()),
+        );
+        update_one!(self.db, applications::table.find(id), change)
             .await
             .map_err(repository_error)
     }
@@ -407,33 +377,29 @@ impl ApplicationRepository for DieselMerchantStore {
     ) -> Result<Option<(Application, Environment)>, RepositoryError> {
         let hash = hash.to_owned();
         // Two indexed queries: the application behind the current key, then its current keys.
-        let found = self
-            .db
-            .read(move |conn| {
-                with_conn!(conn, |c| {
-                    let found = api_credentials::table
-                        .inner_join(applications::table)
-                        .filter(api_credentials::key_hash.eq(&hash))
+        let found = read_with!(self.db, |c| {
+            let found = api_credentials::table
+                .inner_join(applications::table)
+                .filter(api_credentials::key_hash.eq(&hash))
+                .filter(api_credentials::revoked_at.is_null())
+                .select((ApplicationRow::as_select(), api_credentials::environment))
+                .get_result::<(ApplicationRow, String)>(c)
+                .optional()?;
+            Ok::<_, DbError>(match found {
+                Some((row, environment)) => {
+                    // `=` rather than `IN`: a statement SQLite can cache.
+                    let keys = api_credentials::table
+                        .filter(api_credentials::application_id.eq(&row.id))
                         .filter(api_credentials::revoked_at.is_null())
-                        .select((ApplicationRow::as_select(), api_credentials::environment))
-                        .get_result::<(ApplicationRow, String)>(c)
-                        .optional()?;
-                    Ok(match found {
-                        Some((row, environment)) => {
-                            // `=` rather than `IN`: a statement SQLite can cache.
-                            let keys = api_credentials::table
-                                .filter(api_credentials::application_id.eq(&row.id))
-                                .filter(api_credentials::revoked_at.is_null())
-                                .select(CurrentKeyRow::as_select())
-                                .load::<CurrentKeyRow>(c)?;
-                            Some((row, environment, keys))
-                        }
-                        None => None,
-                    })
-                })
+                        .select(CurrentKeyRow::as_select())
+                        .load::<CurrentKeyRow>(c)?;
+                    Some((row, environment, keys))
+                }
+                None => None,
             })
-            .await
-            .map_err(repository_error)?;
+        })
+        .await
+        .map_err(repository_error)?;
         let Some((row, environment, keys)) = found else {
             return Ok(None);
         };

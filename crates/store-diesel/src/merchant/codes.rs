@@ -8,6 +8,7 @@ use idconsent_merchant::ports::{CodePurpose, CodeRepository, OneTimeCode, Reposi
 
 use super::{DieselMerchantStore, corrupt, repository_error};
 use crate::error::DbError;
+use crate::repo::{delete_rows, find_row, find_where, found, write_with};
 use crate::schema::one_time_codes;
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -47,27 +48,31 @@ impl CodeRow {
     }
 }
 
+/// `INSERT` of `$row` that replaces the code of the same purpose and subject: hash, expiry,
+/// attempts and creation time become the new code's.
+macro_rules! upsert_code {
+    ($row:expr) => {
+        diesel::insert_into(one_time_codes::table)
+            .values($row)
+            .on_conflict((one_time_codes::purpose, one_time_codes::subject))
+            .do_update()
+            .set((
+                one_time_codes::code_hash.eq(excluded(one_time_codes::code_hash)),
+                one_time_codes::expires_at.eq(excluded(one_time_codes::expires_at)),
+                one_time_codes::attempts_left.eq(excluded(one_time_codes::attempts_left)),
+                one_time_codes::created_at.eq(excluded(one_time_codes::created_at)),
+            ))
+    };
+}
+
 #[async_trait]
 impl CodeRepository for DieselMerchantStore {
     async fn put(&self, code: &OneTimeCode) -> Result<(), RepositoryError> {
         let row = CodeRow::from_code(code);
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| diesel::insert_into(one_time_codes::table)
-                    .values(&row)
-                    .on_conflict((one_time_codes::purpose, one_time_codes::subject))
-                    .do_update()
-                    .set((
-                        one_time_codes::code_hash.eq(excluded(one_time_codes::code_hash)),
-                        one_time_codes::expires_at.eq(excluded(one_time_codes::expires_at)),
-                        one_time_codes::attempts_left.eq(excluded(one_time_codes::attempts_left)),
-                        one_time_codes::created_at.eq(excluded(one_time_codes::created_at)),
-                    ))
-                    .execute(c))?;
-                Ok(())
-            })
+        write_with!(self.db, |c| upsert_code!(&row).execute(c))
             .await
-            .map_err(repository_error)
+            .map_err(repository_error)?;
+        Ok(())
     }
 
     async fn find(
@@ -75,19 +80,9 @@ impl CodeRepository for DieselMerchantStore {
         purpose: CodePurpose,
         subject: &str,
     ) -> Result<Option<OneTimeCode>, RepositoryError> {
-        let subject = subject.to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| one_time_codes::table
-                    .find((purpose.as_str(), subject))
-                    .select(CodeRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(repository_error)?;
-        row.map(CodeRow::into_code).transpose()
+        let key = (purpose.as_str(), subject.to_owned());
+        let row = find_row!(self.db, one_time_codes::table, key, CodeRow);
+        found(row, repository_error, CodeRow::into_code).await
     }
 
     async fn find_by_hash(
@@ -96,19 +91,14 @@ impl CodeRepository for DieselMerchantStore {
         code_hash: &str,
     ) -> Result<Option<OneTimeCode>, RepositoryError> {
         let code_hash = code_hash.to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| one_time_codes::table
-                    .filter(one_time_codes::purpose.eq(purpose.as_str()))
-                    .filter(one_time_codes::code_hash.eq(code_hash))
-                    .select(CodeRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(repository_error)?;
-        row.map(CodeRow::into_code).transpose()
+        let row = find_where!(
+            self.db,
+            one_time_codes::table
+                .filter(one_time_codes::purpose.eq(purpose.as_str()))
+                .filter(one_time_codes::code_hash.eq(code_hash)),
+            CodeRow
+        );
+        found(row, repository_error, CodeRow::into_code).await
     }
 
     async fn put_unless_newer(
@@ -122,16 +112,7 @@ impl CodeRepository for DieselMerchantStore {
             .write(move |conn| {
                 // One statement: the replacement happens only where the existing code is old
                 // enough, so of concurrent resends exactly one stores (and sends).
-                let upsert = diesel::insert_into(one_time_codes::table)
-                    .values(&row)
-                    .on_conflict((one_time_codes::purpose, one_time_codes::subject))
-                    .do_update()
-                    .set((
-                        one_time_codes::code_hash.eq(excluded(one_time_codes::code_hash)),
-                        one_time_codes::expires_at.eq(excluded(one_time_codes::expires_at)),
-                        one_time_codes::attempts_left.eq(excluded(one_time_codes::attempts_left)),
-                        one_time_codes::created_at.eq(excluded(one_time_codes::created_at)),
-                    ));
+                let upsert = upsert_code!(&row);
                 // `ON CONFLICT … DO UPDATE … WHERE`: the filter applies to the existing row.
                 let only_if_old = diesel::query_dsl::methods::FilterDsl::filter(
                     upsert,
@@ -151,38 +132,28 @@ impl CodeRepository for DieselMerchantStore {
         now: Timestamp,
     ) -> Result<Option<OneTimeCode>, RepositoryError> {
         let subject = subject.to_owned();
-        let row = self
-            .db
-            .write(move |conn| {
-                // The attempt is taken before the code is compared: one conditional decrement.
-                Ok(with_conn!(conn, |c| diesel::update(
-                    one_time_codes::table
-                        .find((purpose.as_str(), subject.as_str()))
-                        .filter(one_time_codes::attempts_left.gt(0))
-                        .filter(one_time_codes::expires_at.gt(now.as_millis())),
-                )
-                .set(one_time_codes::attempts_left.eq(one_time_codes::attempts_left - 1))
-                .returning(CodeRow::as_returning())
-                .get_result::<CodeRow>(c)
-                .optional())?)
-            })
-            .await
-            .map_err(repository_error)?;
-        row.map(CodeRow::into_code).transpose()
+        // The attempt is taken before the code is compared: one conditional decrement.
+        let row = write_with!(self.db, |c| diesel::update(
+            one_time_codes::table
+                .find((purpose.as_str(), subject.as_str()))
+                .filter(one_time_codes::attempts_left.gt(0))
+                .filter(one_time_codes::expires_at.gt(now.as_millis())),
+        )
+        .set(one_time_codes::attempts_left.eq(one_time_codes::attempts_left - 1))
+        .returning(CodeRow::as_returning())
+        .get_result::<CodeRow>(c)
+        .optional());
+        found(row, repository_error, CodeRow::into_code).await
     }
 
     async fn consume(&self, purpose: CodePurpose, subject: &str) -> Result<bool, RepositoryError> {
         let subject = subject.to_owned();
-        let deleted = self
-            .db
-            .write(move |conn| {
-                Ok(with_conn!(conn, |c| diesel::delete(
-                    one_time_codes::table.find((purpose.as_str(), subject))
-                )
-                .execute(c))?)
-            })
-            .await
-            .map_err(repository_error)?;
+        let deleted = delete_rows!(
+            self.db,
+            one_time_codes::table.find((purpose.as_str(), subject))
+        )
+        .await
+        .map_err(repository_error)?;
         Ok(deleted > 0)
     }
 }

@@ -7,6 +7,7 @@ use idconsent_kernel::Timestamp;
 use idconsent_merchant::ports::RepositoryError;
 
 use super::{DieselMerchantStore, corrupt, repository_error};
+use crate::repo::{counted, delete_rows, insert_absent, update_one};
 use crate::schema::{idempotency_keys, request_fingerprints};
 
 #[async_trait]
@@ -16,38 +17,20 @@ impl ReplayGuard for DieselMerchantStore {
         fingerprint: &str,
         expires_at: Timestamp,
     ) -> Result<bool, RepositoryError> {
-        let fingerprint = fingerprint.to_owned();
+        let row = (
+            request_fingerprints::fingerprint.eq(fingerprint.to_owned()),
+            request_fingerprints::expires_at.eq(expires_at.as_millis()),
+        );
         // The primary key decides: of two racing inserts exactly one adds the row.
-        let inserted = self
-            .db
-            .write(move |conn| {
-                let row = (
-                    request_fingerprints::fingerprint.eq(fingerprint),
-                    request_fingerprints::expires_at.eq(expires_at.as_millis()),
-                );
-                Ok(with_conn!(conn, |c| diesel::insert_into(
-                    request_fingerprints::table
-                )
-                .values(&row)
-                .on_conflict_do_nothing()
-                .execute(c))?)
-            })
+        insert_absent!(self.db, request_fingerprints::table, row)
             .await
-            .map_err(repository_error)?;
-        Ok(inserted == 1)
+            .map_err(repository_error)
     }
 
     async fn forget_expired(&self, now: Timestamp) -> Result<u64, RepositoryError> {
-        let deleted = self
-            .db
-            .write(move |conn| {
-                let expired = request_fingerprints::table
-                    .filter(request_fingerprints::expires_at.lt(now.as_millis()));
-                Ok(with_conn!(conn, |c| diesel::delete(expired).execute(c))?)
-            })
-            .await
-            .map_err(repository_error)?;
-        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        let expired = request_fingerprints::table
+            .filter(request_fingerprints::expires_at.lt(now.as_millis()));
+        counted(delete_rows!(self.db, expired), repository_error).await
     }
 }
 
@@ -187,7 +170,7 @@ impl IdempotencyStore for DieselMerchantStore {
         let key = key.to_owned();
         let status = i32::from(response.status);
         let body = response.body.clone();
-        crate::repo::update_one!(
+        update_one!(
             self.db,
             idempotency_keys::table.find((scope, key)),
             (
@@ -204,29 +187,19 @@ impl IdempotencyStore for DieselMerchantStore {
     async fn release(&self, scope: &str, key: &str) -> Result<(), RepositoryError> {
         let scope = scope.to_owned();
         let key = key.to_owned();
-        self.db
-            .write(move |conn| {
-                // Only a claim is forgotten; a completed response stays replayable.
-                let claim = idempotency_keys::table
-                    .find((scope, key))
-                    .filter(idempotency_keys::state.eq(IN_PROGRESS));
-                with_conn!(conn, |c| diesel::delete(claim).execute(c))?;
-                Ok(())
-            })
+        // Only a claim is forgotten; a completed response stays replayable.
+        let claim = idempotency_keys::table
+            .find((scope, key))
+            .filter(idempotency_keys::state.eq(IN_PROGRESS));
+        delete_rows!(self.db, claim)
             .await
-            .map_err(repository_error)
+            .map_err(repository_error)?;
+        Ok(())
     }
 
     async fn forget_expired(&self, now: Timestamp) -> Result<u64, RepositoryError> {
-        let deleted = self
-            .db
-            .write(move |conn| {
-                let expired = idempotency_keys::table
-                    .filter(idempotency_keys::expires_at.le(now.as_millis()));
-                Ok(with_conn!(conn, |c| diesel::delete(expired).execute(c))?)
-            })
-            .await
-            .map_err(repository_error)?;
-        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        let expired =
+            idempotency_keys::table.filter(idempotency_keys::expires_at.le(now.as_millis()));
+        counted(delete_rows!(self.db, expired), repository_error).await
     }
 }

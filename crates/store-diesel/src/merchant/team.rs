@@ -8,11 +8,12 @@ use idconsent_merchant::login::{LoginAdmission, LoginAttempts, LoginPolicy};
 use idconsent_merchant::model::{MerchantUser, Role, UserStatus};
 use idconsent_merchant::ports::{RepositoryError, TeamRepository, conflicts};
 
-use super::{
-    DieselMerchantStore, NOT_FOUND, corrupt, found_one, lock_active_owners, repository_error,
-};
+use super::{DieselMerchantStore, NOT_FOUND, corrupt, lock_active_owners, repository_error};
 use crate::db::AnyConnection;
 use crate::error::DbError;
+use crate::repo::{
+    find_row, find_where, found, insert_row, load_rows, loaded, update_one, update_one_if,
+};
 use crate::schema::merchant_users;
 
 #[derive(Debug, Queryable, Selectable, Insertable)]
@@ -72,21 +73,19 @@ const REMOVED: &str = "removed";
 #[async_trait]
 impl TeamRepository for DieselMerchantStore {
     async fn add(&self, user: &MerchantUser) -> Result<(), RepositoryError> {
-        crate::repo::insert_row!(self.db, merchant_users::table, UserRow::from_user(user))
+        insert_row!(self.db, merchant_users::table, UserRow::from_user(user))
             .await
             .map_err(repository_error)
     }
 
     async fn find(&self, id: &MerchantUserId) -> Result<Option<MerchantUser>, RepositoryError> {
-        let row = crate::repo::find_row!(
+        let row = find_row!(
             self.db,
             merchant_users::table,
             id.as_str().to_owned(),
             UserRow
-        )
-        .await
-        .map_err(repository_error)?;
-        row.map(UserRow::into_user).transpose()
+        );
+        found(row, repository_error, UserRow::into_user).await
     }
 
     async fn find_by_email(
@@ -94,36 +93,27 @@ impl TeamRepository for DieselMerchantStore {
         email: &EmailAddress,
     ) -> Result<Option<MerchantUser>, RepositoryError> {
         let email = email.as_str().to_owned();
-        let row = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| merchant_users::table
-                    .filter(merchant_users::email.eq(email))
-                    .filter(merchant_users::status.ne(REMOVED))
-                    .select(UserRow::as_select())
-                    .get_result(c)
-                    .optional())?)
-            })
-            .await
-            .map_err(repository_error)?;
-        row.map(UserRow::into_user).transpose()
+        let row = find_where!(
+            self.db,
+            merchant_users::table
+                .filter(merchant_users::email.eq(email))
+                .filter(merchant_users::status.ne(REMOVED)),
+            UserRow
+        );
+        found(row, repository_error, UserRow::into_user).await
     }
 
     async fn list(&self, merchant: &MerchantId) -> Result<Vec<MerchantUser>, RepositoryError> {
         let merchant = merchant.as_str().to_owned();
-        let rows = self
-            .db
-            .read(move |conn| {
-                Ok(with_conn!(conn, |c| merchant_users::table
-                    .filter(merchant_users::merchant_id.eq(merchant))
-                    .filter(merchant_users::status.ne(REMOVED))
-                    .order((merchant_users::created_at, merchant_users::id))
-                    .select(UserRow::as_select())
-                    .load(c))?)
-            })
-            .await
-            .map_err(repository_error)?;
-        rows.into_iter().map(UserRow::into_user).collect()
+        let rows = load_rows!(
+            self.db,
+            merchant_users::table
+                .filter(merchant_users::merchant_id.eq(merchant))
+                .filter(merchant_users::status.ne(REMOVED))
+                .order((merchant_users::created_at, merchant_users::id)),
+            UserRow
+        );
+        loaded(rows, repository_error, UserRow::into_user).await
     }
 
     async fn activate(
@@ -134,39 +124,21 @@ impl TeamRepository for DieselMerchantStore {
     ) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
         let password_hash = password_hash.to_owned();
-        self.db
-            .write(move |conn| {
-                with_conn!(conn, |c| {
-                    // One conditional statement, so of two racing activations one wins.
-                    let changed = diesel::update(
-                        merchant_users::table
-                            .find(&id)
-                            .filter(merchant_users::status.eq(UserStatus::Invited.as_str())),
-                    )
-                    .set((
-                        merchant_users::password_hash.eq(Some(&password_hash)),
-                        merchant_users::status.eq(UserStatus::Active.as_str()),
-                        merchant_users::updated_at.eq(at.as_millis()),
-                    ))
-                    .execute(c)?;
-                    if changed == 0 {
-                        let exists = merchant_users::table
-                            .find(&id)
-                            .select(merchant_users::id)
-                            .get_result::<String>(c)
-                            .optional()?
-                            .is_some();
-                        return Err(DbError::Rollback(if exists {
-                            conflicts::NOT_INVITED
-                        } else {
-                            NOT_FOUND
-                        }));
-                    }
-                    Ok(())
-                })
-            })
-            .await
-            .map_err(repository_error)
+        // One conditional statement, so of two racing activations one wins.
+        update_one_if!(
+            self.db,
+            merchant_users,
+            id,
+            merchant_users::status.eq(UserStatus::Invited.as_str()),
+            (
+                merchant_users::password_hash.eq(Some(&password_hash)),
+                merchant_users::status.eq(UserStatus::Active.as_str()),
+                merchant_users::updated_at.eq(at.as_millis()),
+            ),
+            conflicts::NOT_INVITED
+        )
+        .await
+        .map_err(repository_error)
     }
 
     async fn remove(
@@ -258,17 +230,15 @@ impl TeamRepository for DieselMerchantStore {
 
     async fn clear_failed_logins(&self, id: &MerchantUserId) -> Result<(), RepositoryError> {
         let id = id.as_str().to_owned();
-        self.db
-            .write(move |conn| {
-                let target = merchant_users::table.find(id);
-                found_one(with_conn!(conn, |c| diesel::update(target)
-                    .set((
-                        merchant_users::failed_logins.eq(0),
-                        merchant_users::locked_until.eq(None::<i64>),
-                    ))
-                    .execute(c))?)
-            })
-            .await
-            .map_err(repository_error)
+        update_one!(
+            self.db,
+            merchant_users::table.find(id),
+            (
+                merchant_users::failed_logins.eq(0),
+                merchant_users::locked_until.eq(None::<i64>),
+            )
+        )
+        .await
+        .map_err(repository_error)
     }
 }

@@ -2,12 +2,12 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::Text;
 use idconsent_kernel::{Sealed, Timestamp};
 use idconsent_oauth::{SigningKeyError, SigningKeyRecord, SigningKeyStore};
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
+use crate::repo::{advisory_lock, counted, delete_rows, insert_absent, load_rows};
 
 pub mod schema {
     diesel::table! {
@@ -79,12 +79,7 @@ fn key_error(error: DbError) -> SigningKeyError {
 /// Serialises the key writers of every process on PostgreSQL (SQLite's single writer already
 /// does), so "insert the first key if there is none" cannot pass twice.
 fn lock_keys(conn: AnyConnection<'_>) -> Result<(), DbError> {
-    if let AnyConnection::Postgres(c) = conn {
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
-            .bind::<Text, _>("oauth_signing_keys")
-            .execute(c)?;
-    }
-    Ok(())
+    advisory_lock(conn, "oauth_signing_keys")
 }
 
 fn has_kid(conn: AnyConnection<'_>, kid: &str) -> Result<bool, DbError> {
@@ -99,16 +94,14 @@ fn has_kid(conn: AnyConnection<'_>, kid: &str) -> Result<bool, DbError> {
 #[async_trait]
 impl SigningKeyStore for DieselSigningKeyStore {
     async fn list(&self) -> Result<Vec<SigningKeyRecord>, SigningKeyError> {
-        let rows: Vec<KeyRow> = self
-            .db
-            .read(|conn| {
-                Ok(crate::with_conn!(conn, |c| oauth_signing_keys::table
-                    .select(KeyRow::as_select())
-                    .order((oauth_signing_keys::created_at, oauth_signing_keys::kid))
-                    .load(c))?)
-            })
-            .await
-            .map_err(key_error)?;
+        let rows = load_rows!(
+            self.db,
+            oauth_signing_keys::table
+                .order((oauth_signing_keys::created_at, oauth_signing_keys::kid)),
+            KeyRow
+        )
+        .await
+        .map_err(key_error)?;
         Ok(rows.into_iter().map(KeyRow::into_record).collect())
     }
 
@@ -160,33 +153,14 @@ impl SigningKeyStore for DieselSigningKeyStore {
     }
 
     async fn insert_if_absent(&self, key: &SigningKeyRecord) -> Result<bool, SigningKeyError> {
-        let row = KeyRow::of(key);
-        self.db
-            .write(move |conn| {
-                Ok(
-                    crate::with_conn!(conn, |c| diesel::insert_into(oauth_signing_keys::table)
-                        .values(&row)
-                        .on_conflict_do_nothing()
-                        .execute(c))?
-                        == 1,
-                )
-            })
+        insert_absent!(self.db, oauth_signing_keys::table, KeyRow::of(key))
             .await
             .map_err(key_error)
     }
 
     async fn forget_retired_before(&self, before: Timestamp) -> Result<u64, SigningKeyError> {
-        let deleted = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::delete(
-                    oauth_signing_keys::table
-                        .filter(oauth_signing_keys::retired_at.lt(before.as_millis()))
-                )
-                .execute(c))?)
-            })
-            .await
-            .map_err(key_error)?;
-        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        let retired =
+            oauth_signing_keys::table.filter(oauth_signing_keys::retired_at.lt(before.as_millis()));
+        counted(delete_rows!(self.db, retired), key_error).await
     }
 }

@@ -7,6 +7,7 @@ use idconsent_kernel::{Throttle, ThrottleError, Timestamp};
 
 use crate::db::Db;
 use crate::error::DbError;
+use crate::repo::{counted, delete_rows, write_with};
 
 pub mod schema {
     diesel::table! {
@@ -46,44 +47,33 @@ impl Throttle for DieselThrottle {
         let key = key.to_owned();
         let start = window_start.as_millis();
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| {
-                    diesel::insert_into(throttle_counters::table)
-                        .values((
-                            throttle_counters::key.eq(&key),
-                            throttle_counters::window_start.eq(start),
-                            throttle_counters::used.eq(0i64),
-                        ))
-                        .on_conflict_do_nothing()
-                        .execute(c)?;
-                    // The condition is the limit: concurrent writers cannot pass it together.
-                    diesel::update(
-                        throttle_counters::table
-                            .filter(throttle_counters::key.eq(&key))
-                            .filter(throttle_counters::window_start.eq(start))
-                            .filter(throttle_counters::used.lt(limit)),
-                    )
-                    .set(throttle_counters::used.eq(throttle_counters::used + 1i64))
-                    .execute(c)
-                })? == 1)
-            })
-            .await
-            .map_err(failed)
+        let taken = write_with!(self.db, |c| {
+            diesel::insert_into(throttle_counters::table)
+                .values((
+                    throttle_counters::key.eq(&key),
+                    throttle_counters::window_start.eq(start),
+                    throttle_counters::used.eq(0i64),
+                ))
+                .on_conflict_do_nothing()
+                .execute(c)?;
+            // The condition is the limit: concurrent writers cannot pass it together.
+            diesel::update(
+                throttle_counters::table
+                    .filter(throttle_counters::key.eq(&key))
+                    .filter(throttle_counters::window_start.eq(start))
+                    .filter(throttle_counters::used.lt(limit)),
+            )
+            .set(throttle_counters::used.eq(throttle_counters::used + 1i64))
+            .execute(c)
+        })
+        .await
+        .map_err(failed)?;
+        Ok(taken == 1)
     }
 
     async fn forget_before(&self, before: Timestamp) -> Result<u64, ThrottleError> {
-        let deleted = self
-            .db
-            .write(move |conn| {
-                Ok(crate::with_conn!(conn, |c| diesel::delete(
-                    throttle_counters::table
-                        .filter(throttle_counters::window_start.lt(before.as_millis()))
-                )
-                .execute(c))?)
-            })
-            .await
-            .map_err(failed)?;
-        Ok(u64::try_from(deleted).unwrap_or(u64::MAX))
+        let past =
+            throttle_counters::table.filter(throttle_counters::window_start.lt(before.as_millis()));
+        counted(delete_rows!(self.db, past), failed).await
     }
 }
