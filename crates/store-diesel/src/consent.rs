@@ -12,6 +12,7 @@ use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{Currency, Environment, Intent, Money, PhoneNumber, Timestamp};
 use idconsent_webhook::{Effects, Outbox};
 
+use crate::cached::CacheStatement;
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::schema::consent_sessions;
@@ -132,6 +133,7 @@ fn lock_recipient(
     if let AnyConnection::Postgres(c) = conn {
         diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
             .bind::<Text, _>(format!("consent:{environment}:{recipient}"))
+            .cached()
             .execute(c)?;
     }
     Ok(())
@@ -179,6 +181,7 @@ impl SessionRepository for DieselSessionStore {
                     }
                     diesel::insert_into(consent_sessions::table)
                         .values(&row)
+                        .cached()
                         .execute(c)?;
                     Ok::<_, DbError>(None)
                 })?;
@@ -233,6 +236,7 @@ impl SessionRepository for DieselSessionStore {
                         consent_sessions::status.eq(status.as_str()),
                         consent_sessions::decided_at.eq(Some(at.as_millis())),
                     ))
+                    .cached()
                     .execute(c)?;
                     if changed == 0 {
                         let exists = consent_sessions::table

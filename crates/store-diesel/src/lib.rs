@@ -13,6 +13,7 @@ macro_rules! with_conn {
 pub(crate) use with_conn;
 
 mod billing;
+mod cached;
 mod consent;
 mod db;
 mod enduser;

@@ -5,6 +5,7 @@ use diesel::prelude::*;
 use idconsent_kernel::{Charge, Metric, QuotaExceeded};
 use idconsent_webhook::Effects;
 
+use crate::cached::CacheStatement;
 use crate::db::AnyConnection;
 use crate::error::DbError;
 
@@ -72,9 +73,11 @@ pub(crate) fn apply_charges(
             match limit {
                 Some(limit) => diesel::update(counter.filter(usage_counters::used.lt(limit)))
                     .set(usage_counters::used.eq(usage_counters::used + 1i64))
+                    .cached()
                     .execute(c)?,
                 None => diesel::update(counter)
                     .set(usage_counters::used.eq(usage_counters::used + 1i64))
+                    .cached()
                     .execute(c)?,
             }
         });

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Text};
+use diesel::sql_types::{BigInt, Integer, Nullable, Text};
 use idconsent_kernel::id::{ApplicationId, DeliveryId, EventId, TypedId};
 use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
 use idconsent_webhook::{
@@ -13,6 +13,7 @@ use idconsent_webhook::{
     NextStep, Outbox, RetryAllowance, StoreError,
 };
 
+use crate::cached::{CacheStatement, in_list};
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::schema::{webhook_attempts, webhook_deliveries, webhook_events};
@@ -110,8 +111,8 @@ struct Parts {
 
 /// Loads the events and attempts of `rows` in two queries.
 fn load_parts(mut conn: AnyConnection<'_>, rows: &[DeliveryRow]) -> Result<Parts, DbError> {
-    let event_ids: Vec<&str> = rows.iter().map(|row| row.event_id.as_str()).collect();
-    let delivery_ids: Vec<&str> = rows.iter().map(|row| row.id.as_str()).collect();
+    let event_ids = in_list(rows.iter().map(|row| row.event_id.as_str()).collect());
+    let delivery_ids = in_list(rows.iter().map(|row| row.id.as_str()).collect());
     let (events, attempts): (Vec<EventRow>, Vec<AttemptRow>) =
         crate::with_conn!(conn.reborrow(), |c| {
             let events = webhook_events::table
@@ -121,11 +122,13 @@ fn load_parts(mut conn: AnyConnection<'_>, rows: &[DeliveryRow]) -> Result<Parts
                     webhook_events::event_type,
                     webhook_events::body,
                 ))
+                .cached()
                 .load(c)?;
             let attempts = webhook_attempts::table
                 .filter(webhook_attempts::delivery_id.eq_any(&delivery_ids))
                 .order(webhook_attempts::id)
                 .select(AttemptRow::as_select())
+                .cached()
                 .load(c)?;
             Ok::<_, DbError>((events, attempts))
         })?;
@@ -276,9 +279,11 @@ impl DeliveryStore for DieselDeliveryStore {
             .map(ApplicationId::as_str)
             .collect::<Vec<_>>()
             .join(",");
+        // The lease is one statement; the reads after it need no transaction with it (should
+        // they fail, the lease lapses as if this process had died).
         let (rows, parts) = self
             .db
-            .write(move |mut conn| {
+            .write_autocommit(move |mut conn| {
                 let rows = lease_rows(conn.reborrow(), now, lease_until, limit, &skip)?;
                 let parts = load_parts(conn, &rows)?;
                 Ok((rows, parts))
@@ -291,7 +296,7 @@ impl DeliveryStore for DieselDeliveryStore {
     }
 
     async fn release(&self, ids: &[DeliveryId], at: Timestamp) -> Result<(), StoreError> {
-        let ids: Vec<String> = ids.iter().map(|id| id.as_str().to_owned()).collect();
+        let ids = in_list(ids.iter().map(|id| id.as_str().to_owned()).collect());
         self.db
             .write(move |conn| {
                 crate::with_conn!(conn, |c| diesel::update(
@@ -300,6 +305,7 @@ impl DeliveryStore for DieselDeliveryStore {
                         .filter(webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()))
                 )
                 .set(webhook_deliveries::next_attempt_at.eq(Some(at.as_millis())))
+                .cached()
                 .execute(c))?;
                 Ok(())
             })
@@ -322,13 +328,26 @@ impl DeliveryStore for DieselDeliveryStore {
         };
         let updated = self
             .db
-            .write(move |conn| {
-                crate::with_conn!(conn, |c| {
+            .write_autocommit(move |conn| match conn {
+                // One statement (one round trip), atomic on its own.
+                AnyConnection::Postgres(c) => Ok(diesel::sql_query(RECORD_ATTEMPT)
+                    .bind::<Text, _>(status.as_str())
+                    .bind::<Nullable<BigInt>, _>(next_attempt_at)
+                    .bind::<Text, _>(&id)
+                    .bind::<BigInt, _>(attempt.at.as_millis())
+                    .bind::<Nullable<Integer>, _>(attempt.status_code.map(i32::from))
+                    .bind::<Nullable<Text>, _>(&attempt.error)
+                    .bind::<BigInt, _>(i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX))
+                    .cached()
+                    .execute(c)?),
+                // SQLite has no writes in `WITH`: two statements in the writer's transaction.
+                AnyConnection::Sqlite(c) => {
                     let updated = diesel::update(webhook_deliveries::table.find(&id))
                         .set((
                             webhook_deliveries::status.eq(status.as_str()),
                             webhook_deliveries::next_attempt_at.eq(next_attempt_at),
                         ))
+                        .cached()
                         .execute(c)?;
                     if updated == 0 {
                         return Ok(0);
@@ -344,7 +363,7 @@ impl DeliveryStore for DieselDeliveryStore {
                         ))
                         .execute(c)?;
                     Ok::<_, DbError>(updated)
-                })
+                }
             })
             .await
             .map_err(unavailable)?;
@@ -419,6 +438,13 @@ impl DeliveryStore for DieselDeliveryStore {
     }
 }
 
+/// Records an attempt and the delivery's next step in one statement (PostgreSQL); nothing when
+/// the delivery does not exist.
+const RECORD_ATTEMPT: &str = "WITH updated AS (\
+    UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2 WHERE id = $3 RETURNING id) \
+    INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) \
+    SELECT id, $4, $5, $6, $7 FROM updated";
+
 /// Moves due deliveries' next attempt to the end of the lease and returns them, in one
 /// statement; PostgreSQL skips rows another worker holds.
 fn lease_rows(
@@ -451,6 +477,7 @@ fn lease_rows(
                 .bind::<BigInt, _>(now.as_millis())
                 .bind::<BigInt, _>(i64::from(limit))
                 .bind::<Text, _>(skip)
+                .cached()
                 .load(c)?
         }
         AnyConnection::Postgres(c) => {
@@ -464,6 +491,7 @@ fn lease_rows(
                 .bind::<BigInt, _>(now.as_millis())
                 .bind::<BigInt, _>(i64::from(limit))
                 .bind::<Text, _>(skip)
+                .cached()
                 .load(c)?
         }
     };
