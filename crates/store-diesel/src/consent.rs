@@ -3,7 +3,6 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::Text;
 use idconsent_consent::ports::CreateError;
 use idconsent_consent::{
     FloodLimits, Session, SessionRepository, SessionStatus, StoreError, Transaction,
@@ -130,13 +129,7 @@ fn lock_recipient(
     recipient: &str,
     environment: Environment,
 ) -> Result<(), DbError> {
-    if let AnyConnection::Postgres(c) = conn {
-        diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
-            .bind::<Text, _>(format!("consent:{environment}:{recipient}"))
-            .cached()
-            .execute(c)?;
-    }
-    Ok(())
+    crate::repo::advisory_lock(conn, &format!("consent:{environment}:{recipient}"))
 }
 
 #[async_trait]

@@ -20,6 +20,7 @@ use std::future::Future;
 use diesel::RunQueryDsl;
 use idconsent_kernel::{Page, PageRequest};
 
+use crate::cached::CacheStatement;
 use crate::db::AnyConnection;
 use crate::error::DbError;
 
@@ -91,7 +92,10 @@ pub(crate) use load_rows;
 /// compare-and-set of one row: 1 when the condition held, 0 when not (or there is no row).
 macro_rules! update_rows {
     ($db:expr, $target:expr, $change:expr) => {
-        $crate::repo::write_with!($db, |c| diesel::update($target).set($change).execute(c))
+        $crate::repo::write_with!($db, |c| $crate::cached::CacheStatement::cached(
+            diesel::update($target).set($change)
+        )
+        .execute(c))
     };
 }
 pub(crate) use update_rows;
@@ -111,11 +115,14 @@ pub(crate) use delete_rows;
 macro_rules! insert_absent {
     ($db:expr, $table:expr, $row:expr) => {{
         let row = $row;
-        $crate::repo::write_with!($db, |c| diesel::insert_into($table)
-            .values(&row)
-            .on_conflict_do_nothing()
-            .execute(c)
-            .map(|inserted| inserted == 1))
+        // One statement: on PostgreSQL it commits alone, without BEGIN/COMMIT round trips.
+        $db.write_autocommit(move |conn| {
+            Ok($crate::with_conn!(conn, |c| diesel::insert_into($table)
+                .values(&row)
+                .on_conflict_do_nothing()
+                .execute(c)
+                .map(|inserted| inserted == 1))?)
+        })
     }};
 }
 pub(crate) use insert_absent;
@@ -125,8 +132,10 @@ pub(crate) use insert_absent;
 macro_rules! update_one {
     ($db:expr, $target:expr, $change:expr) => {{
         $db.write(move |conn| {
-            let changed =
-                $crate::with_conn!(conn, |c| diesel::update($target).set($change).execute(c))?;
+            let changed = $crate::with_conn!(conn, |c| $crate::cached::CacheStatement::cached(
+                diesel::update($target).set($change)
+            )
+            .execute(c))?;
             $crate::merchant::found_one(changed)
         })
     }};
@@ -323,6 +332,7 @@ pub(crate) fn advisory_lock(conn: AnyConnection<'_>, key: &str) -> Result<(), Db
     if let AnyConnection::Postgres(c) = conn {
         diesel::sql_query("SELECT pg_advisory_xact_lock(hashtext($1))::text")
             .bind::<diesel::sql_types::Text, _>(key)
+            .cached()
             .execute(c)?;
     }
     Ok(())
