@@ -197,14 +197,7 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
     {
-        match &*self.pools {
-            Pools::Sqlite { writer, .. } => writer.write(f).await,
-            Pools::Postgres(pool) => {
-                let pool = pool.clone();
-                run_blocking(move || pool.get()?.transaction(|c| f(AnyConnection::Postgres(c))))
-                    .await
-            }
-        }
+        self.run_write(f, PgTransaction::Own).await
     }
 
     /// Runs `f`, a write whose statements each leave the data consistent on their own (a single
@@ -220,11 +213,26 @@ impl Db {
         T: Send + 'static,
         F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
     {
+        self.run_write(f, PgTransaction::None).await
+    }
+
+    async fn run_write<T, F>(&self, f: F, transaction: PgTransaction) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
+    {
         match &*self.pools {
             Pools::Sqlite { writer, .. } => writer.write(f).await,
             Pools::Postgres(pool) => {
                 let pool = pool.clone();
-                run_blocking(move || f(AnyConnection::Postgres(&mut *pool.get()?))).await
+                run_blocking(move || {
+                    let mut conn = pool.get()?;
+                    match transaction {
+                        PgTransaction::Own => conn.transaction(|c| f(AnyConnection::Postgres(c))),
+                        PgTransaction::None => f(AnyConnection::Postgres(&mut conn)),
+                    }
+                })
+                .await
             }
         }
     }
@@ -248,6 +256,14 @@ impl Db {
             Pools::Postgres(pool) => f(AnyConnection::Postgres(&mut *pool.get()?)),
         }
     }
+}
+
+/// Whether a write on PostgreSQL runs in a transaction of its own ([`Db::write`]) or
+/// statement by statement ([`Db::write_autocommit`]).
+#[derive(Debug, Clone, Copy)]
+enum PgTransaction {
+    Own,
+    None,
 }
 
 /// The SQLite writer: one thread owning the write connection, committing in groups.

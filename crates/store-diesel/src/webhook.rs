@@ -459,41 +459,28 @@ fn lease_rows(
         WHERE status = $2 AND next_attempt_at <= $3{SKIP} \
         ORDER BY next_attempt_at, id LIMIT $4{LOCK}) \
         RETURNING id, event_id, application_id, environment, url, status, next_attempt_at, created_at";
-    let pending = DeliveryStatus::Pending.as_str();
-    let rows = match conn {
-        AnyConnection::Sqlite(c) => {
-            // Numbered `?N` parameters: SQLite numbers `$N` names by first appearance, and the
-            // skip list appears before the limit.
-            let sql = LEASE
-                .replace("{LOCK}", "")
-                .replace(
-                    "{SKIP}",
-                    " AND instr(',' || $5 || ',', ',' || application_id || ',') = 0",
-                )
-                .replace('$', "?");
-            diesel::sql_query(sql)
-                .bind::<BigInt, _>(lease_until.as_millis())
-                .bind::<Text, _>(pending)
-                .bind::<BigInt, _>(now.as_millis())
-                .bind::<BigInt, _>(i64::from(limit))
-                .bind::<Text, _>(skip)
-                .cached()
-                .load(c)?
-        }
-        AnyConnection::Postgres(c) => {
-            let sql = LEASE.replace("{LOCK}", " FOR UPDATE SKIP LOCKED").replace(
+    let sql = match &conn {
+        // Numbered `?N` parameters: SQLite numbers `$N` names by first appearance, and the skip
+        // list appears before the limit.
+        AnyConnection::Sqlite(_) => LEASE
+            .replace("{LOCK}", "")
+            .replace(
                 "{SKIP}",
-                " AND NOT (application_id = ANY (string_to_array($5, ',')))",
-            );
-            diesel::sql_query(sql)
-                .bind::<BigInt, _>(lease_until.as_millis())
-                .bind::<Text, _>(pending)
-                .bind::<BigInt, _>(now.as_millis())
-                .bind::<BigInt, _>(i64::from(limit))
-                .bind::<Text, _>(skip)
-                .cached()
-                .load(c)?
-        }
+                " AND instr(',' || $5 || ',', ',' || application_id || ',') = 0",
+            )
+            .replace('$', "?"),
+        AnyConnection::Postgres(_) => LEASE.replace("{LOCK}", " FOR UPDATE SKIP LOCKED").replace(
+            "{SKIP}",
+            " AND NOT (application_id = ANY (string_to_array($5, ',')))",
+        ),
     };
+    let rows = crate::with_conn!(conn, |c| diesel::sql_query(sql)
+        .bind::<BigInt, _>(lease_until.as_millis())
+        .bind::<Text, _>(DeliveryStatus::Pending.as_str())
+        .bind::<BigInt, _>(now.as_millis())
+        .bind::<BigInt, _>(i64::from(limit))
+        .bind::<Text, _>(skip)
+        .cached()
+        .load(c)?);
     Ok(rows)
 }
