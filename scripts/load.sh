@@ -130,7 +130,8 @@ TOKEN=$(jq -r .data.token <<<"$REGISTERED")
 MERCHANT=$(jq -r .data.merchant.id <<<"$REGISTERED")
 curl -sf -X POST "$B/v1/admin/merchants/$MERCHANT/plan" -H "Authorization: Bearer $(cat "$DATA/admin.token")" \
   -H 'Content-Type: application/json' \
-  -d '{"plan":"enterprise","limits":{"requestsPerMinute":10000000,"requestsPerDay":null,"concurrent":100000}}' >/dev/null
+  -d '{"plan":"enterprise","limits":{"requestsPerMinute":10000000,"requestsPerDay":null,"concurrent":100000}}' >/dev/null \
+  || echo "(no plan endpoint: a build from before billing, measured without its gate)"
 APP=$(curl -sf "$B/v1/merchants/applications" -H "Authorization: Bearer $TOKEN" \
   -H 'Content-Type: application/json' \
   -d "{\"name\": \"Load\", \"callbackUrl\": \"http://127.0.0.1:$RECEIVER_PORT/hooks\",

@@ -4,13 +4,19 @@
 //! it never caches an `UPDATE`, an `INSERT` of a row with optional values, an `IN (…)` list on
 //! SQLite, or raw SQL (`sql_query`). Each run of such a query then costs a fresh
 //! `sqlite3_prepare` (7 % of the server under consent load, docs/performance.md) or, on
-//! PostgreSQL, an extra round trip to parse the unnamed statement before executing it.
+//! PostgreSQL, a parse and plan by the server (one round trip either way: diesel sends unnamed
+//! statements with their parameters).
 //!
 //! [`Cached`] tells diesel a query is safe to cache, keyed by its SQL text and bind types (not
 //! by its Rust type), so two different texts never share a statement. Wrap only queries whose
 //! text comes from a small, fixed set: constant SQL, an `UPDATE` with a fixed `SET` list, an
 //! `IN` list whose length is bounded (a lease of at most a few hundred rows) — never SQL that
 //! embeds values.
+//!
+//! Where it takes effect: every query on SQLite; on PostgreSQL the queries that load rows
+//! (`load`, `get_result`). Diesel's PostgreSQL `execute` takes the query by reference, and a
+//! reference does not pass the cache decision on, so an executed statement stays unnamed there
+//! (it costs PostgreSQL a parse, not a round trip).
 
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
