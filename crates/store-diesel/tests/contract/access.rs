@@ -11,22 +11,7 @@ fn stores_on(database: TestDatabase) -> (AccessStores, TestDatabase) {
     (AccessStores::from_one(store), database)
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn stores() -> Option<(AccessStores, TestDatabase)> {
-        Some(stores_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_access::access_store_contract!(stores);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn stores() -> Option<(AccessStores, TestDatabase)> {
-        TestDatabase::postgres().map(stores_on)
-    }
-
-    idconsent_access::access_store_contract!(stores);
-}
+contract_on_both_backends!(
+    idconsent_access::access_store_contract,
+    stores: (AccessStores, TestDatabase) = stores_on
+);

@@ -66,22 +66,7 @@ fn stores_on(database: TestDatabase) -> (Stores, TestDatabase) {
     (stores, database)
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn stores() -> Option<(Stores, TestDatabase)> {
-        Some(stores_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_billing::billing_store_contract!(stores);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn stores() -> Option<(Stores, TestDatabase)> {
-        TestDatabase::postgres().map(stores_on)
-    }
-
-    idconsent_billing::billing_store_contract!(stores);
-}
+contract_on_both_backends!(
+    idconsent_billing::billing_store_contract,
+    stores: (Stores, TestDatabase) = stores_on
+);

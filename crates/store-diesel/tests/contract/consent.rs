@@ -12,22 +12,7 @@ fn stores_on(database: TestDatabase) -> (Stores, TestDatabase) {
     (stores, database)
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn stores() -> Option<(Stores, TestDatabase)> {
-        Some(stores_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_consent::session_repository_contract!(stores);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn stores() -> Option<(Stores, TestDatabase)> {
-        TestDatabase::postgres().map(stores_on)
-    }
-
-    idconsent_consent::session_repository_contract!(stores);
-}
+contract_on_both_backends!(
+    idconsent_consent::session_repository_contract,
+    stores: (Stores, TestDatabase) = stores_on
+);

@@ -10,22 +10,7 @@ fn store_on(database: TestDatabase) -> (Arc<dyn ConfirmationStore>, TestDatabase
     (store, database)
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn ConfirmationStore>, TestDatabase)> {
-        Some(store_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_hosted::confirmation_store_contract!(store);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn ConfirmationStore>, TestDatabase)> {
-        TestDatabase::postgres().map(store_on)
-    }
-
-    idconsent_hosted::confirmation_store_contract!(store);
-}
+contract_on_both_backends!(
+    idconsent_hosted::confirmation_store_contract,
+    store: (Arc<dyn ConfirmationStore>, TestDatabase) = store_on
+);

@@ -25,6 +25,33 @@ macro_rules! on_both_backends {
     };
 }
 
+/// Runs a port's contract suite on SQLite and on PostgreSQL: `factory: Type = make` declares the
+/// `async fn factory() -> Option<Type>` the suite calls, where `make(database)` builds the adapter
+/// on a fresh database (`None` on PostgreSQL without `IDC_TEST_DATABASE_URL`, required under CI).
+macro_rules! contract_on_both_backends {
+    ($($contract:ident)::+, $factory:ident: $made:ty = $make:ident) => {
+        mod sqlite {
+            use super::*;
+
+            async fn $factory() -> Option<$made> {
+                Some($make(idconsent_store_diesel::testing::TestDatabase::sqlite()))
+            }
+
+            $($contract)::+!($factory);
+        }
+
+        mod postgres {
+            use super::*;
+
+            async fn $factory() -> Option<$made> {
+                idconsent_store_diesel::testing::TestDatabase::postgres().map($make)
+            }
+
+            $($contract)::+!($factory);
+        }
+    };
+}
+
 mod access;
 mod billing;
 mod consent;

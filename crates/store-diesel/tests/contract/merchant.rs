@@ -9,22 +9,7 @@ fn stores_on(database: TestDatabase) -> (MerchantStores, TestDatabase) {
     (MerchantStores::from_one(store), database)
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn stores() -> Option<(MerchantStores, TestDatabase)> {
-        Some(stores_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_merchant::merchant_store_contract!(stores);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn stores() -> Option<(MerchantStores, TestDatabase)> {
-        TestDatabase::postgres().map(stores_on)
-    }
-
-    idconsent_merchant::merchant_store_contract!(stores);
-}
+contract_on_both_backends!(
+    idconsent_merchant::merchant_store_contract,
+    stores: (MerchantStores, TestDatabase) = stores_on
+);

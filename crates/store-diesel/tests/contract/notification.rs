@@ -11,22 +11,7 @@ fn store_on(database: TestDatabase) -> (Arc<dyn MessageStore>, TestDatabase) {
     )
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn MessageStore>, TestDatabase)> {
-        Some(store_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_notification::message_store_contract!(store);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn MessageStore>, TestDatabase)> {
-        TestDatabase::postgres().map(store_on)
-    }
-
-    idconsent_notification::message_store_contract!(store);
-}
+contract_on_both_backends!(
+    idconsent_notification::message_store_contract,
+    store: (Arc<dyn MessageStore>, TestDatabase) = store_on
+);

@@ -19,25 +19,10 @@ fn store_on(database: TestDatabase) -> Made {
     )
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn store() -> Option<Made> {
-        Some(store_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_oauth::oauth_repository_contract!(store);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn store() -> Option<Made> {
-        TestDatabase::postgres().map(store_on)
-    }
-
-    idconsent_oauth::oauth_repository_contract!(store);
-}
+contract_on_both_backends!(
+    idconsent_oauth::oauth_repository_contract,
+    store: Made = store_on
+);
 
 /// The OAuth signing keys every process shares.
 mod signing_keys {
@@ -54,23 +39,8 @@ mod signing_keys {
         )
     }
 
-    mod sqlite {
-        use super::*;
-
-        async fn store() -> Option<(Arc<dyn SigningKeyStore>, TestDatabase)> {
-            Some(store_on(TestDatabase::sqlite()))
-        }
-
-        idconsent_oauth::signing_key_store_contract!(store);
-    }
-
-    mod postgres {
-        use super::*;
-
-        async fn store() -> Option<(Arc<dyn SigningKeyStore>, TestDatabase)> {
-            TestDatabase::postgres().map(store_on)
-        }
-
-        idconsent_oauth::signing_key_store_contract!(store);
-    }
+    contract_on_both_backends!(
+        idconsent_oauth::signing_key_store_contract,
+        store: (Arc<dyn SigningKeyStore>, TestDatabase) = store_on
+    );
 }

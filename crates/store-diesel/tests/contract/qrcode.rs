@@ -13,22 +13,7 @@ fn on(database: TestDatabase) -> (Arc<dyn QrCodeRepository>, TestDatabase) {
     )
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn QrCodeRepository>, TestDatabase)> {
-        Some(on(TestDatabase::sqlite()))
-    }
-
-    idconsent_qrcode::qr_code_store_contract!(store);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn QrCodeRepository>, TestDatabase)> {
-        TestDatabase::postgres().map(on)
-    }
-
-    idconsent_qrcode::qr_code_store_contract!(store);
-}
+contract_on_both_backends!(
+    idconsent_qrcode::qr_code_store_contract,
+    store: (Arc<dyn QrCodeRepository>, TestDatabase) = on
+);

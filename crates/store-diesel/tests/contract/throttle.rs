@@ -10,22 +10,7 @@ fn on(database: TestDatabase) -> (Arc<dyn Throttle>, TestDatabase) {
     (Arc::new(DieselThrottle::new(database.db.clone())), database)
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn throttle() -> Option<(Arc<dyn Throttle>, TestDatabase)> {
-        Some(on(TestDatabase::sqlite()))
-    }
-
-    idconsent_kernel::throttle_contract!(throttle);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn throttle() -> Option<(Arc<dyn Throttle>, TestDatabase)> {
-        TestDatabase::postgres().map(on)
-    }
-
-    idconsent_kernel::throttle_contract!(throttle);
-}
+contract_on_both_backends!(
+    idconsent_kernel::throttle_contract,
+    throttle: (Arc<dyn Throttle>, TestDatabase) = on
+);

@@ -11,22 +11,7 @@ fn store_on(database: TestDatabase) -> (Arc<dyn DeliveryStore>, TestDatabase) {
     )
 }
 
-mod sqlite {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn DeliveryStore>, TestDatabase)> {
-        Some(store_on(TestDatabase::sqlite()))
-    }
-
-    idconsent_webhook::delivery_store_contract!(store);
-}
-
-mod postgres {
-    use super::*;
-
-    async fn store() -> Option<(Arc<dyn DeliveryStore>, TestDatabase)> {
-        TestDatabase::postgres().map(store_on)
-    }
-
-    idconsent_webhook::delivery_store_contract!(store);
-}
+contract_on_both_backends!(
+    idconsent_webhook::delivery_store_contract,
+    store: (Arc<dyn DeliveryStore>, TestDatabase) = store_on
+);
