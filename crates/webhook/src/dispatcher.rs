@@ -1,3 +1,4 @@
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,6 +19,15 @@ use crate::schedule::RetrySchedule;
 /// the application's lane slot, and fails only when the outcome could not be recorded (the
 /// lease then ends and the delivery is attempted again).
 pub type StartedAttempt = BoxFuture<'static, Result<NextStep, StoreError>>;
+
+/// An application's signing secrets as read once for a round, shared by its attempts.
+enum RoundSecrets {
+    Signing(Vec<String>),
+    /// The application no longer exists: its deliveries are not retried.
+    Gone,
+    /// The secrets could not be read now: the attempts are retried.
+    Unavailable,
+}
 
 fn unposted(reason: &str) -> PostOutcome {
     PostOutcome::NoAnswer {
@@ -139,10 +149,27 @@ impl Dispatcher {
         let full = self.lanes.full();
         let leased = self.store.lease_due(now, lease_until, limit, &full).await?;
         self.lanes.take(&leased);
+        // Each application's secrets once a round, not once an attempt: a round is usually
+        // one busy application's lane.
+        let mut secrets: HashMap<ApplicationId, Arc<RoundSecrets>> = HashMap::new();
+        for delivery in &leased {
+            if !secrets.contains_key(&delivery.application_id) {
+                let read = match self.secrets.for_application(&delivery.application_id).await {
+                    Ok(signing) => RoundSecrets::Signing(signing),
+                    Err(StoreError::NotFound) => RoundSecrets::Gone,
+                    Err(StoreError::Unavailable(_)) => RoundSecrets::Unavailable,
+                };
+                secrets.insert(delivery.application_id.clone(), Arc::new(read));
+            }
+        }
         Ok(leased
             .into_iter()
             .map(|delivery| {
                 let dispatcher = self.clone();
+                let secrets = secrets
+                    .get(&delivery.application_id)
+                    .cloned()
+                    .unwrap_or_else(|| Arc::new(RoundSecrets::Unavailable));
                 // Taken now and freed however the attempt ends: done, failed, panicked, or
                 // dropped before it ever ran.
                 let slot = LaneSlot {
@@ -152,7 +179,7 @@ impl Dispatcher {
                 };
                 let attempt: StartedAttempt = Box::pin(async move {
                     let _slot = slot;
-                    dispatcher.attempt(delivery).await
+                    dispatcher.attempt(delivery, &secrets).await
                 });
                 attempt
             })
@@ -170,19 +197,21 @@ impl Dispatcher {
         Ok(count)
     }
 
-    async fn attempt(&self, delivery: Delivery) -> Result<NextStep, StoreError> {
+    async fn attempt(
+        &self,
+        delivery: Delivery,
+        secrets: &RoundSecrets,
+    ) -> Result<NextStep, StoreError> {
         let started = self.clock.now();
         // Unsigned webhooks are never sent: without secrets the attempt is recorded unposted,
         // and retried unless the application no longer exists.
-        let (outcome, retryable) =
-            match self.secrets.for_application(&delivery.application_id).await {
-                Ok(secrets) => (
-                    self.post(&delivery, &secrets, started.as_secs()).await,
-                    true,
-                ),
-                Err(StoreError::NotFound) => (unposted("the application no longer exists"), false),
-                Err(StoreError::Unavailable(_)) => (unposted("signing secrets unavailable"), true),
-            };
+        let (outcome, retryable) = match secrets {
+            RoundSecrets::Signing(secrets) => {
+                (self.post(&delivery, secrets, started.as_secs()).await, true)
+            }
+            RoundSecrets::Gone => (unposted("the application no longer exists"), false),
+            RoundSecrets::Unavailable => (unposted("signing secrets unavailable"), true),
+        };
         let now = self.clock.now();
         let (attempt, success) = match outcome {
             PostOutcome::Answered { status, duration } => (
@@ -298,5 +327,85 @@ mod tests {
         // and the three deliveries handed back are due.
         drop(first);
         assert_eq!(dispatcher.start_due().await.unwrap().len(), 2);
+    }
+
+    /// A receiver that answers 204 at once.
+    #[derive(Debug)]
+    struct Accepts;
+
+    #[async_trait]
+    impl WebhookTransport for Accepts {
+        async fn post(&self, _: WebhookRequest) -> PostOutcome {
+            PostOutcome::Answered {
+                status: 204,
+                duration: Duration::ZERO,
+            }
+        }
+    }
+
+    /// Secrets for `app_known` only, counting the reads per application.
+    #[derive(Debug, Default)]
+    struct CountedSecrets {
+        reads: std::sync::Mutex<Vec<ApplicationId>>,
+    }
+
+    #[async_trait]
+    impl SigningSecrets for CountedSecrets {
+        async fn for_application(&self, app: &ApplicationId) -> Result<Vec<String>, StoreError> {
+            self.reads.lock().unwrap().push(app.clone());
+            if app.as_str() == "app_known" {
+                Ok(vec!["whsec_test".into()])
+            } else {
+                Err(StoreError::NotFound)
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_round_reads_each_applications_secrets_once() {
+        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
+        let ids = UlidGenerator::new(clock.clone(), Arc::new(OsRandom));
+        let store = Arc::new(InMemoryDeliveries::default());
+        let known = ApplicationId::from_trusted("app_known".into());
+        let gone = ApplicationId::from_trusted("app_gone".into());
+        let outbox: Vec<Outbox> = [&known, &known, &known, &gone, &gone]
+            .into_iter()
+            .map(|application| {
+                Outbox::new(
+                    &ids,
+                    EventType::ConsentCreated,
+                    application.clone(),
+                    Environment::Sandbox,
+                    clock.now(),
+                    json!({}),
+                    &["https://shop.example/hooks"],
+                )
+            })
+            .collect();
+        store.enqueue_now(&outbox);
+        let secrets = Arc::new(CountedSecrets::default());
+        let dispatcher = Dispatcher::new(
+            store.clone(),
+            Arc::new(Accepts),
+            Arc::new(Unsigned),
+            secrets.clone(),
+            clock,
+            RetrySchedule::default(),
+        );
+        let started = dispatcher.start_due().await.unwrap();
+        assert_eq!(started.len(), 5);
+        let mut steps = Vec::new();
+        for attempt in started {
+            steps.push(attempt.await.unwrap());
+        }
+        let mut reads = secrets.reads.lock().unwrap().clone();
+        reads.sort();
+        assert_eq!(reads, [gone, known], "one read per application");
+        // The known application's three were delivered; the gone one's two end for good.
+        assert_eq!(
+            steps.iter().filter(|s| **s == NextStep::Succeeded).count(),
+            3
+        );
+        assert_eq!(steps.iter().filter(|s| **s == NextStep::Failed).count(), 2);
     }
 }
