@@ -1,10 +1,8 @@
-/// mimalloc rather than glibc's malloc: a request allocates many small, short-lived buffers,
-/// and glibc's allocator was 12 % of the server's time under load. Built without transparent
-/// huge pages (`no_thp`): with them, every 2 MiB region the allocator touched stayed resident,
-/// 18 MiB more peak RSS under load for no measurable speed (docs/performance.md).
+/// mimalloc, returning freed memory at once (crates/allocator; docs/performance.md, "memory").
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: idconsent_allocator::MiMalloc = idconsent_allocator::MiMalloc;
 
 fn main() -> std::process::ExitCode {
+    idconsent_allocator::return_freed_memory_promptly();
     idconsent_server::cli::main()
 }
