@@ -153,6 +153,22 @@ server_cpu_ticks() {
   cat "/proc/$SERVER_PID/stat" ${SECOND_PID:+"/proc/$SECOND_PID/stat"} | awk '{sum += $14 + $15} END {print sum}'
 }
 
+# VmHWM of the server process(es), e.g. "65504 kB" or "65504 kB, second process 60000 kB".
+peak_rss() {
+  local second=""
+  [ -n "${SECOND_PID:-}" ] && second=", second process $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SECOND_PID/status")"
+  echo "$(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SERVER_PID/status")$second"
+}
+
+# Sets VmHWM back to the current RSS (proc(5), clear_refs "5"); where the kernel refuses, the
+# peak stays the process's lifetime peak, and says so.
+reset_peak_rss() {
+  local pid
+  for pid in "$SERVER_PID" ${SECOND_PID:+"$SECOND_PID"}; do
+    echo 5 >"/proc/$pid/clear_refs" 2>/dev/null || echo "(cannot reset the peak RSS of $pid: it is the lifetime peak)"
+  done
+}
+
 # The measuring window: other builds on this machine wait while the flag exists.
 if [ -n "$MEASURE_FLAG" ]; then touch "$MEASURE_FLAG"; fi
 run=100
@@ -161,6 +177,10 @@ for connections in $CONNECTIONS; do
   echo "==> $connections connections, ${DURATION} s (server on core $SERVER_CPU, loadgen on core $LOAD_CPU)"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); rustc processes: $(pgrep -c rustc || true)"
   ticks_before=$(server_cpu_ticks)
+  # Peak RSS of this run alone: the high-water mark so far (start-up, the merchant's sign-up and
+  # its Argon2 hash of ~19 MiB, earlier runs) is kept, then reset to the current RSS.
+  hwm_before=$(peak_rss)
+  reset_peak_rss
   taskset -c "$LOAD_CPU" "$TARGET/release/loadgen" --url "$B" --api-key "$KEY" --secret "$SECRET" \
     --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
     --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}" "${ALSO_URL[@]}" \
@@ -171,7 +191,7 @@ for connections in $CONNECTIONS; do
   # bound (warm-up requests and webhook deliveries are in the numerator only).
   requests=$(sed -n 's/^requests \([0-9]*\):.*/\1/p' "$DATA/run-$run.txt")
   if [ -n "$requests" ] && [ "$requests" -gt 0 ]; then
-    echo "server CPU: $(( (ticks_after - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests )) µs per request (upper bound, all processes); peak RSS: $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SERVER_PID/status")${SECOND_PID:+, second process $(awk '/VmHWM/ {print $2 " " $3}' "/proc/$SECOND_PID/status")}"
+    echo "server CPU: $(( (ticks_after - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests )) µs per request (upper bound, all processes); peak RSS: $(peak_rss) during the run (before it: $hwm_before)"
   fi
   run=$((run + 1))
   # Let the webhook backlog of this run drain before the next one.
