@@ -34,11 +34,12 @@ pub fn return_freed_memory_promptly() {
 }
 
 /// The purge delay in force, in milliseconds.
-pub fn purge_delay_millis() -> i64 {
+pub fn purge_delay_millis() -> std::ffi::c_long {
     // SAFETY: reading an option is a plain load from mimalloc's option table.
     #[allow(unsafe_code)]
-    let delay = unsafe { mi_option_get(PURGE_DELAY) };
-    i64::from(delay)
+    unsafe {
+        mi_option_get(PURGE_DELAY)
+    }
 }
 
 #[cfg(test)]
