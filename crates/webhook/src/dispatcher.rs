@@ -288,26 +288,36 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_application_gets_its_lane_and_a_dropped_attempt_gives_its_slot_back() {
+    /// One event of each application given (repeats make several), due now, with one
+    /// destination each.
+    fn due_deliveries(
+        applications: &[&ApplicationId],
+    ) -> (Arc<ManualClock>, Arc<InMemoryDeliveries>) {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
         let ids = UlidGenerator::new(clock.clone(), Arc::new(OsRandom));
         let store = Arc::new(InMemoryDeliveries::default());
-        let application = ApplicationId::from_trusted("app_slow".into());
-        let outbox: Vec<Outbox> = (0..5)
-            .map(|_| {
+        let outbox: Vec<Outbox> = applications
+            .iter()
+            .map(|application| {
                 Outbox::new(
                     &ids,
                     EventType::ConsentCreated,
-                    application.clone(),
+                    (*application).clone(),
                     Environment::Sandbox,
                     clock.now(),
                     json!({}),
-                    &["https://slow.example/hooks"],
+                    &["https://shop.example/hooks"],
                 )
             })
             .collect();
         store.enqueue_now(&outbox);
+        (clock, store)
+    }
+
+    #[tokio::test]
+    async fn an_application_gets_its_lane_and_a_dropped_attempt_gives_its_slot_back() {
+        let application = ApplicationId::from_trusted("app_slow".into());
+        let (clock, store) = due_deliveries(&[&application; 5]);
         let dispatcher = Dispatcher::new(
             store.clone(),
             Arc::new(Hangs),
@@ -363,26 +373,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_round_reads_each_applications_secrets_once() {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
-        let ids = UlidGenerator::new(clock.clone(), Arc::new(OsRandom));
-        let store = Arc::new(InMemoryDeliveries::default());
         let known = ApplicationId::from_trusted("app_known".into());
         let gone = ApplicationId::from_trusted("app_gone".into());
-        let outbox: Vec<Outbox> = [&known, &known, &known, &gone, &gone]
-            .into_iter()
-            .map(|application| {
-                Outbox::new(
-                    &ids,
-                    EventType::ConsentCreated,
-                    application.clone(),
-                    Environment::Sandbox,
-                    clock.now(),
-                    json!({}),
-                    &["https://shop.example/hooks"],
-                )
-            })
-            .collect();
-        store.enqueue_now(&outbox);
+        let (clock, store) = due_deliveries(&[&known, &known, &known, &gone, &gone]);
         let secrets = Arc::new(CountedSecrets::default());
         let dispatcher = Dispatcher::new(
             store.clone(),
