@@ -149,19 +149,32 @@ impl Dispatcher {
         let full = self.lanes.full();
         let leased = self.store.lease_due(now, lease_until, limit, &full).await?;
         self.lanes.take(&leased);
-        // Each application's secrets once a round, not once an attempt: a round is usually
-        // one busy application's lane.
-        let mut secrets: HashMap<ApplicationId, Arc<RoundSecrets>> = HashMap::new();
-        for delivery in &leased {
-            if !secrets.contains_key(&delivery.application_id) {
-                let read = match self.secrets.for_application(&delivery.application_id).await {
+        // Each application's secrets once a round, not once an attempt (a round is usually one
+        // busy application's lane); the applications' reads run side by side.
+        let mut applications: Vec<&ApplicationId> = leased
+            .iter()
+            .map(|delivery| &delivery.application_id)
+            .collect();
+        applications.sort_unstable();
+        applications.dedup();
+        let reads = futures_util::future::join_all(
+            applications
+                .iter()
+                .map(|application| self.secrets.for_application(application)),
+        )
+        .await;
+        let secrets: HashMap<ApplicationId, Arc<RoundSecrets>> = applications
+            .into_iter()
+            .zip(reads)
+            .map(|(application, read)| {
+                let read = match read {
                     Ok(signing) => RoundSecrets::Signing(signing),
                     Err(StoreError::NotFound) => RoundSecrets::Gone,
                     Err(StoreError::Unavailable(_)) => RoundSecrets::Unavailable,
                 };
-                secrets.insert(delivery.application_id.clone(), Arc::new(read));
-            }
-        }
+                (application.clone(), Arc::new(read))
+            })
+            .collect();
         Ok(leased
             .into_iter()
             .map(|delivery| {
