@@ -47,11 +47,7 @@ impl MerchantRepository for InMemoryMerchants {
         id: &MerchantId,
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
-        let mut state = self.lock();
-        let merchant = state.merchant_mut(id)?;
-        merchant.email_verified_at = Some(at);
-        merchant.updated_at = at;
-        Ok(())
+        self.change_merchant(id, at, |merchant| merchant.email_verified_at = Some(at))
     }
 
     async fn mark_phone_verified(
@@ -59,11 +55,7 @@ impl MerchantRepository for InMemoryMerchants {
         id: &MerchantId,
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
-        let mut state = self.lock();
-        let merchant = state.merchant_mut(id)?;
-        merchant.phone_verified_at = Some(at);
-        merchant.updated_at = at;
-        Ok(())
+        self.change_merchant(id, at, |merchant| merchant.phone_verified_at = Some(at))
     }
 
     async fn save_profile(
@@ -72,11 +64,7 @@ impl MerchantRepository for InMemoryMerchants {
         profile: &BusinessProfile,
         at: Timestamp,
     ) -> Result<(), RepositoryError> {
-        let mut state = self.lock();
-        let merchant = state.merchant_mut(id)?;
-        merchant.profile = profile.clone();
-        merchant.updated_at = at;
-        Ok(())
+        self.change_merchant(id, at, |merchant| merchant.profile = profile.clone())
     }
 
     async fn transition(

@@ -148,6 +148,20 @@ impl InMemoryMerchants {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// Applies `change` to a merchant and stamps `updated_at`, as the adapter's updates do.
+    fn change_merchant(
+        &self,
+        id: &MerchantId,
+        at: Timestamp,
+        change: impl FnOnce(&mut Merchant),
+    ) -> Result<(), RepositoryError> {
+        let mut state = self.lock();
+        let merchant = state.merchant_mut(id)?;
+        change(merchant);
+        merchant.updated_at = at;
+        Ok(())
+    }
 }
 
 mod accounts;
