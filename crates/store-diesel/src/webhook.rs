@@ -5,12 +5,12 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::{BigInt, Integer, Nullable, Text};
+use diesel::sql_types::{Array, BigInt, Binary, Integer, Nullable, Text};
 use idconsent_kernel::id::{ApplicationId, DeliveryId, EventId, TypedId};
 use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
 use idconsent_webhook::{
-    Attempt, Delivery, DeliveryStatus, DeliveryStore, EventType, ManualRetries, ManualRetry,
-    NextStep, Outbox, RetryAllowance, StoreError,
+    Attempt, AttemptRecord, Delivery, DeliveryStatus, DeliveryStore, Destination, EventType,
+    ManualRetries, ManualRetry, NextStep, Outbox, RetryAllowance, StoreError,
 };
 
 use crate::cached::{CacheStatement, in_list};
@@ -35,47 +35,121 @@ fn unavailable(error: DbError) -> StoreError {
 
 /// Writes events and their pending deliveries. Call it inside the transaction of the state
 /// change the events report, so both commit or neither does.
-pub(crate) fn write_outbox(mut conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result<(), DbError> {
-    for entry in outbox {
-        let event = &entry.event;
-        let event_row = (
-            webhook_events::id.eq(event.id.as_str()),
-            webhook_events::event_type.eq(event.event_type.as_str()),
-            webhook_events::application_id.eq(event.application_id.as_str()),
-            webhook_events::environment.eq(event.environment.as_str()),
-            webhook_events::body.eq(&entry.body),
-            webhook_events::created_at.eq(event.created_at.as_millis()),
-        );
-        let deliveries: Vec<_> = entry
-            .destinations
-            .iter()
-            .map(|destination| {
-                (
-                    webhook_deliveries::id.eq(destination.delivery_id.as_str()),
-                    webhook_deliveries::event_id.eq(event.id.as_str()),
-                    webhook_deliveries::application_id.eq(event.application_id.as_str()),
-                    webhook_deliveries::environment.eq(event.environment.as_str()),
-                    webhook_deliveries::url.eq(destination.url.as_str()),
-                    webhook_deliveries::status.eq(DeliveryStatus::Pending.as_str()),
-                    webhook_deliveries::next_attempt_at.eq(Some(event.created_at.as_millis())),
-                    webhook_deliveries::created_at.eq(event.created_at.as_millis()),
+pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result<(), DbError> {
+    if outbox.is_empty() {
+        return Ok(());
+    }
+    let deliveries: Vec<(&Outbox, &Destination)> = outbox
+        .iter()
+        .flat_map(|entry| entry.destinations.iter().map(move |d| (entry, d)))
+        .collect();
+    let pending = DeliveryStatus::Pending.as_str();
+    match conn {
+        // Events and deliveries in one statement (one round trip), whatever their number.
+        AnyConnection::Postgres(c) => {
+            diesel::sql_query(WRITE_OUTBOX)
+                .bind::<Array<Text>, _>(
+                    outbox
+                        .iter()
+                        .map(|e| e.event.id.as_str())
+                        .collect::<Vec<_>>(),
                 )
-            })
-            .collect();
-        crate::with_conn!(conn.reborrow(), |c| {
-            diesel::insert_into(webhook_events::table)
-                .values(event_row)
+                .bind::<Array<Text>, _>(
+                    outbox
+                        .iter()
+                        .map(|e| e.event.event_type.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Text>, _>(
+                    outbox
+                        .iter()
+                        .map(|e| e.event.application_id.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Text>, _>(
+                    outbox
+                        .iter()
+                        .map(|e| e.event.environment.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Binary>, _>(
+                    outbox.iter().map(|e| e.body.as_slice()).collect::<Vec<_>>(),
+                )
+                .bind::<Array<BigInt>, _>(
+                    outbox
+                        .iter()
+                        .map(|e| e.event.created_at.as_millis())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Text>, _>(
+                    deliveries
+                        .iter()
+                        .map(|(_, d)| d.delivery_id.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Text>, _>(
+                    deliveries
+                        .iter()
+                        .map(|(e, _)| e.event.id.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Array<Text>, _>(
+                    deliveries
+                        .iter()
+                        .map(|(_, d)| d.url.as_str())
+                        .collect::<Vec<_>>(),
+                )
+                .bind::<Text, _>(pending)
+                .cached()
                 .execute(c)?;
-            for delivery in &deliveries {
-                diesel::insert_into(webhook_deliveries::table)
-                    .values(*delivery)
+        }
+        AnyConnection::Sqlite(c) => {
+            for entry in outbox {
+                let event = &entry.event;
+                diesel::insert_into(webhook_events::table)
+                    .values((
+                        webhook_events::id.eq(event.id.as_str()),
+                        webhook_events::event_type.eq(event.event_type.as_str()),
+                        webhook_events::application_id.eq(event.application_id.as_str()),
+                        webhook_events::environment.eq(event.environment.as_str()),
+                        webhook_events::body.eq(&entry.body),
+                        webhook_events::created_at.eq(event.created_at.as_millis()),
+                    ))
                     .execute(c)?;
             }
-            Ok::<_, DbError>(())
-        })?;
+            for (entry, destination) in deliveries {
+                let event = &entry.event;
+                diesel::insert_into(webhook_deliveries::table)
+                    .values((
+                        webhook_deliveries::id.eq(destination.delivery_id.as_str()),
+                        webhook_deliveries::event_id.eq(event.id.as_str()),
+                        webhook_deliveries::application_id.eq(event.application_id.as_str()),
+                        webhook_deliveries::environment.eq(event.environment.as_str()),
+                        webhook_deliveries::url.eq(destination.url.as_str()),
+                        webhook_deliveries::status.eq(pending),
+                        webhook_deliveries::next_attempt_at.eq(Some(event.created_at.as_millis())),
+                        webhook_deliveries::created_at.eq(event.created_at.as_millis()),
+                    ))
+                    .cached()
+                    .execute(c)?;
+            }
+        }
     }
     Ok(())
 }
+
+/// Inserts events ($1–$6, one array each) and their deliveries ($7–$9), pending ($10) and due
+/// when their event was created. The deliveries take their event's application, environment
+/// and time from the events inserted beside them.
+const WRITE_OUTBOX: &str = "WITH events AS (\
+    INSERT INTO webhook_events (id, event_type, application_id, environment, body, created_at) \
+    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bigint[]) \
+    RETURNING id, application_id, environment, created_at) \
+    INSERT INTO webhook_deliveries \
+    (id, event_id, application_id, environment, url, status, next_attempt_at, created_at) \
+    SELECT d.id, d.event_id, e.application_id, e.environment, d.url, $10, e.created_at, e.created_at \
+    FROM unnest($7::text[], $8::text[], $9::text[]) AS d(id, event_id, url) \
+    JOIN events e ON e.id = d.event_id";
 
 #[derive(Debug, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = webhook_deliveries)]
@@ -313,65 +387,71 @@ impl DeliveryStore for DieselDeliveryStore {
             .map_err(unavailable)
     }
 
-    async fn record_attempt(
-        &self,
-        id: &DeliveryId,
-        attempt: &Attempt,
-        next: NextStep,
-    ) -> Result<(), StoreError> {
-        let id = id.as_str().to_owned();
-        let attempt = attempt.clone();
-        let (status, next_attempt_at) = match next {
-            NextStep::Succeeded => (DeliveryStatus::Succeeded, None),
-            NextStep::RetryAt(at) => (DeliveryStatus::Pending, Some(at.as_millis())),
-            NextStep::Failed => (DeliveryStatus::Failed, None),
-        };
-        let updated = self
+    async fn record_attempts(&self, records: &[AttemptRecord]) -> Result<Vec<bool>, StoreError> {
+        if records.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<AttemptWrite> = records.iter().map(AttemptWrite::from).collect();
+        let found = self
             .db
             .write_autocommit(move |conn| match conn {
-                // One statement (one round trip), atomic on its own.
-                AnyConnection::Postgres(c) => Ok(diesel::sql_query(RECORD_ATTEMPT)
-                    .bind::<Text, _>(status.as_str())
-                    .bind::<Nullable<BigInt>, _>(next_attempt_at)
-                    .bind::<Text, _>(&id)
-                    .bind::<BigInt, _>(attempt.at.as_millis())
-                    .bind::<Nullable<Integer>, _>(attempt.status_code.map(i32::from))
-                    .bind::<Nullable<Text>, _>(&attempt.error)
-                    .bind::<BigInt, _>(i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX))
-                    .cached()
-                    .execute(c)?),
-                // SQLite has no writes in `WITH`: two statements in the writer's transaction.
-                AnyConnection::Sqlite(c) => {
-                    let updated = diesel::update(webhook_deliveries::table.find(&id))
-                        .set((
-                            webhook_deliveries::status.eq(status.as_str()),
-                            webhook_deliveries::next_attempt_at.eq(next_attempt_at),
-                        ))
+                // One statement (one round trip) for the whole batch, atomic on its own.
+                AnyConnection::Postgres(c) => {
+                    let found: Vec<FoundDelivery> = diesel::sql_query(RECORD_ATTEMPTS)
+                        .bind::<Array<Text>, _>(rows.iter().map(|r| &r.id).collect::<Vec<_>>())
+                        .bind::<Array<Text>, _>(rows.iter().map(|r| r.status).collect::<Vec<_>>())
+                        .bind::<Array<Nullable<BigInt>>, _>(
+                            rows.iter().map(|r| r.next_attempt_at).collect::<Vec<_>>(),
+                        )
+                        .bind::<Array<BigInt>, _>(
+                            rows.iter().map(|r| r.attempted_at).collect::<Vec<_>>(),
+                        )
+                        .bind::<Array<Nullable<Integer>>, _>(
+                            rows.iter().map(|r| r.status_code).collect::<Vec<_>>(),
+                        )
+                        .bind::<Array<Nullable<Text>>, _>(
+                            rows.iter().map(|r| r.error.as_deref()).collect::<Vec<_>>(),
+                        )
+                        .bind::<Array<BigInt>, _>(
+                            rows.iter().map(|r| r.duration_ms).collect::<Vec<_>>(),
+                        )
                         .cached()
-                        .execute(c)?;
-                    if updated == 0 {
-                        return Ok(0);
-                    }
-                    diesel::insert_into(webhook_attempts::table)
-                        .values((
-                            webhook_attempts::delivery_id.eq(&id),
-                            webhook_attempts::attempted_at.eq(attempt.at.as_millis()),
-                            webhook_attempts::status_code.eq(attempt.status_code.map(i32::from)),
-                            webhook_attempts::error.eq(&attempt.error),
-                            webhook_attempts::duration_ms
-                                .eq(i64::try_from(attempt.duration_ms).unwrap_or(i64::MAX)),
-                        ))
-                        .execute(c)?;
-                    Ok::<_, DbError>(updated)
+                        .load(c)?;
+                    let found: std::collections::HashSet<String> =
+                        found.into_iter().map(|row| row.delivery_id).collect();
+                    Ok(rows.iter().map(|row| found.contains(&row.id)).collect())
                 }
+                // SQLite has no writes in `WITH`: two statements each, in the writer's group
+                // commit.
+                AnyConnection::Sqlite(c) => rows
+                    .iter()
+                    .map(|row| {
+                        let updated = diesel::update(webhook_deliveries::table.find(&row.id))
+                            .set((
+                                webhook_deliveries::status.eq(row.status),
+                                webhook_deliveries::next_attempt_at.eq(row.next_attempt_at),
+                            ))
+                            .cached()
+                            .execute(c)?;
+                        if updated == 0 {
+                            return Ok(false);
+                        }
+                        diesel::insert_into(webhook_attempts::table)
+                            .values((
+                                webhook_attempts::delivery_id.eq(&row.id),
+                                webhook_attempts::attempted_at.eq(row.attempted_at),
+                                webhook_attempts::status_code.eq(row.status_code),
+                                webhook_attempts::error.eq(&row.error),
+                                webhook_attempts::duration_ms.eq(row.duration_ms),
+                            ))
+                            .execute(c)?;
+                        Ok::<_, DbError>(true)
+                    })
+                    .collect(),
             })
             .await
             .map_err(unavailable)?;
-        if updated == 0 {
-            Err(StoreError::NotFound)
-        } else {
-            Ok(())
-        }
+        Ok(found)
     }
 
     async fn retry_now(
@@ -440,10 +520,57 @@ impl DeliveryStore for DieselDeliveryStore {
 
 /// Records an attempt and the delivery's next step in one statement (PostgreSQL); nothing when
 /// the delivery does not exist.
-const RECORD_ATTEMPT: &str = "WITH updated AS (\
-    UPDATE webhook_deliveries SET status = $1, next_attempt_at = $2 WHERE id = $3 RETURNING id) \
+/// Records a batch of attempts: each delivery takes the status of its last attempt in the
+/// batch, and gets every attempt appended in the batch's order. Answers the deliveries found.
+const RECORD_ATTEMPTS: &str = "WITH input AS (\
+    SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::int[], \
+        $6::text[], $7::bigint[]) WITH ORDINALITY \
+        AS t(id, status, next_attempt_at, attempted_at, status_code, error, duration_ms, position)), \
+    updated AS (\
+    UPDATE webhook_deliveries d SET status = last.status, next_attempt_at = last.next_attempt_at \
+    FROM (SELECT DISTINCT ON (id) * FROM input ORDER BY id, position DESC) last \
+    WHERE d.id = last.id RETURNING d.id), \
+    inserted AS (\
     INSERT INTO webhook_attempts (delivery_id, attempted_at, status_code, error, duration_ms) \
-    SELECT id, $4, $5, $6, $7 FROM updated";
+    SELECT id, attempted_at, status_code, error, duration_ms FROM input \
+    WHERE id IN (SELECT id FROM updated) ORDER BY position RETURNING delivery_id) \
+    SELECT DISTINCT delivery_id FROM inserted";
+
+/// An attempt as the statements bind it.
+struct AttemptWrite {
+    id: String,
+    status: &'static str,
+    next_attempt_at: Option<i64>,
+    attempted_at: i64,
+    status_code: Option<i32>,
+    error: Option<String>,
+    duration_ms: i64,
+}
+
+impl From<&AttemptRecord> for AttemptWrite {
+    fn from(record: &AttemptRecord) -> Self {
+        let (status, next_attempt_at) = match record.next {
+            NextStep::Succeeded => (DeliveryStatus::Succeeded, None),
+            NextStep::RetryAt(at) => (DeliveryStatus::Pending, Some(at.as_millis())),
+            NextStep::Failed => (DeliveryStatus::Failed, None),
+        };
+        Self {
+            id: record.delivery.as_str().to_owned(),
+            status: status.as_str(),
+            next_attempt_at,
+            attempted_at: record.attempt.at.as_millis(),
+            status_code: record.attempt.status_code.map(i32::from),
+            error: record.attempt.error.clone(),
+            duration_ms: i64::try_from(record.attempt.duration_ms).unwrap_or(i64::MAX),
+        }
+    }
+}
+
+#[derive(QueryableByName)]
+struct FoundDelivery {
+    #[diesel(sql_type = Text)]
+    delivery_id: String,
+}
 
 /// Moves due deliveries' next attempt to the end of the lease and returns them, in one
 /// statement; PostgreSQL skips rows another worker holds.

@@ -15,7 +15,7 @@ use idconsent_kernel::{
 use serde_json::json;
 
 use crate::model::{Attempt, DeliveryStatus, EventType, Outbox};
-use crate::ports::{DeliveryStore, NextStep, StoreError};
+use crate::ports::{AttemptRecord, DeliveryStore, NextStep, StoreError};
 use crate::retries::{ManualRetry, RetryAllowance};
 
 const ALLOWANCE: RetryAllowance = RetryAllowance {
@@ -35,6 +35,7 @@ macro_rules! delivery_store_contract {
             two_workers_never_lease_the_same_delivery,
             attempts_are_recorded_in_order_and_steps_applied,
             recording_an_unknown_delivery_is_not_found,
+            a_batch_of_attempts_is_recorded_in_one_write,
             retry_now_makes_any_delivery_due_again,
             leasing_skips_the_given_applications_and_released_deliveries_come_back,
             manual_retries_are_counted_per_window,
@@ -425,6 +426,65 @@ pub async fn recording_an_unknown_delivery_is_not_found(store: Arc<dyn DeliveryS
         .record_attempt(&unknown, &ok_attempt(at(0)), NextStep::Succeeded)
         .await;
     assert!(matches!(outcome, Err(StoreError::NotFound)), "{outcome:?}");
+}
+
+pub async fn a_batch_of_attempts_is_recorded_in_one_write(store: Arc<dyn DeliveryStore>) {
+    let application = app();
+    let event = outbox(
+        &application,
+        Environment::Sandbox,
+        at(0),
+        &["https://a.example/", "https://b.example/"],
+    );
+    let (a, b) = (
+        event.destinations[0].delivery_id.clone(),
+        event.destinations[1].delivery_id.clone(),
+    );
+    store.enqueue(&[event]).await.unwrap();
+    let refused = Attempt {
+        at: at(1),
+        status_code: Some(503),
+        error: None,
+        duration_ms: 4,
+    };
+    let record = |delivery: &DeliveryId, attempt: &Attempt, next| AttemptRecord {
+        delivery: delivery.clone(),
+        attempt: attempt.clone(),
+        next,
+    };
+    let found = store
+        .record_attempts(&[
+            record(&a, &refused, NextStep::RetryAt(at(5_000))),
+            record(&ids().next(), &ok_attempt(at(1)), NextStep::Succeeded),
+            record(&b, &ok_attempt(at(2)), NextStep::Succeeded),
+            // The same delivery twice (a lease that lapsed): both attempts kept, in order, and
+            // the last one decides.
+            record(&a, &ok_attempt(at(3)), NextStep::Succeeded),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(found, [true, false, true, true]);
+    let find = |id: DeliveryId| {
+        let (store, application) = (store.clone(), application.clone());
+        async move {
+            store
+                .find(&application, Environment::Sandbox, &id)
+                .await
+                .unwrap()
+                .unwrap()
+        }
+    };
+    let first = find(a).await;
+    assert_eq!(first.attempts, vec![refused, ok_attempt(at(3))]);
+    assert_eq!(first.status, DeliveryStatus::Succeeded);
+    assert_eq!(first.next_attempt_at, None);
+    let second = find(b).await;
+    assert_eq!(second.attempts, vec![ok_attempt(at(2))]);
+    assert_eq!(second.status, DeliveryStatus::Succeeded);
+    assert_eq!(
+        store.record_attempts(&[]).await.unwrap(),
+        Vec::<bool>::new()
+    );
 }
 
 pub async fn retry_now_makes_any_delivery_due_again(store: Arc<dyn DeliveryStore>) {

@@ -9,9 +9,10 @@ use idconsent_kernel::{Clock, Nudge};
 use crate::lanes::Lanes;
 use crate::model::{Attempt, Delivery};
 use crate::ports::{
-    DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError, WebhookRequest,
-    WebhookSigner, WebhookTransport,
+    AttemptRecord, DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError,
+    WebhookRequest, WebhookSigner, WebhookTransport,
 };
+use crate::recorder::Recorder;
 use crate::schedule::RetrySchedule;
 
 /// One attempt started by [`Dispatcher::start_due`], to be run to completion by the caller (on
@@ -84,6 +85,8 @@ impl Drop for LaneSlot {
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
     store: Arc<dyn DeliveryStore>,
+    /// Attempts that end together are recorded in one write.
+    recorder: Arc<Recorder>,
     transport: Arc<dyn WebhookTransport>,
     signer: Arc<dyn WebhookSigner>,
     secrets: Arc<dyn SigningSecrets>,
@@ -106,6 +109,7 @@ impl Dispatcher {
         schedule: RetrySchedule,
     ) -> Self {
         Self {
+            recorder: Arc::new(Recorder::new(store.clone())),
             store,
             transport,
             signer,
@@ -256,8 +260,12 @@ impl Dispatcher {
                 None => NextStep::Failed,
             }
         };
-        self.store
-            .record_attempt(&delivery.id, &attempt, next)
+        self.recorder
+            .record(AttemptRecord {
+                delivery: delivery.id,
+                attempt,
+                next,
+            })
             .await?;
         Ok(next)
     }

@@ -6,6 +6,7 @@ mod lanes;
 mod log;
 mod model;
 pub mod ports;
+mod recorder;
 mod retries;
 mod schedule;
 pub mod testing;
@@ -21,8 +22,8 @@ pub use lanes::Lanes;
 pub use log::{DeliveryLog, DeliveryLogError};
 pub use model::{Attempt, Delivery, DeliveryStatus, Destination, Event, EventType, Outbox};
 pub use ports::{
-    DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError, WebhookRequest,
-    WebhookSigner, WebhookTransport,
+    AttemptRecord, DeliveryStore, NextStep, PostOutcome, SigningSecrets, StoreError,
+    WebhookRequest, WebhookSigner, WebhookTransport,
 };
 pub use retries::{ManualRetries, ManualRetry, RetryAllowance};
 pub use schedule::{InvalidSchedule, RetrySchedule};

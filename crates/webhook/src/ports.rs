@@ -26,6 +26,14 @@ pub enum NextStep {
     Failed,
 }
 
+/// One attempt of a delivery, and what follows it.
+#[derive(Debug, Clone)]
+pub struct AttemptRecord {
+    pub delivery: DeliveryId,
+    pub attempt: Attempt,
+    pub next: NextStep,
+}
+
 /// Durable deliveries (the outbox's read side and the dispatcher's work queue).
 ///
 /// Contract:
@@ -39,7 +47,9 @@ pub enum NextStep {
 ///   (other processes too) never receive the same delivery while its lease lasts, and a
 ///   delivery whose lessee died is due again when the lease ends.
 /// - `release` makes leased, still pending deliveries due again at `at` (a lease handed back).
-/// - `record_attempt` appends the attempt and applies `next`; unknown ids are `NotFound`.
+/// - `record_attempts` appends each attempt to its delivery and applies its `next`, all in one
+///   write, and answers in order whether each delivery exists (an unknown one changes nothing);
+///   `record_attempt` does the same for one, and an unknown id is `NotFound`.
 /// - `retry_now` makes any delivery of that application and environment pending and due at
 ///   `now` (keeping its attempts), unless `allowance` refuses it for the delivery's manual
 ///   retries so far — judged and counted atomically, so concurrent retries get no more than the
@@ -68,12 +78,23 @@ pub trait DeliveryStore: Send + Sync + fmt::Debug {
         skip: &[ApplicationId],
     ) -> Result<Vec<Delivery>, StoreError>;
     async fn release(&self, ids: &[DeliveryId], at: Timestamp) -> Result<(), StoreError>;
+    async fn record_attempts(&self, records: &[AttemptRecord]) -> Result<Vec<bool>, StoreError>;
     async fn record_attempt(
         &self,
         id: &DeliveryId,
         attempt: &Attempt,
         next: NextStep,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), StoreError> {
+        let record = AttemptRecord {
+            delivery: id.clone(),
+            attempt: attempt.clone(),
+            next,
+        };
+        match self.record_attempts(std::slice::from_ref(&record)).await?[..] {
+            [true] => Ok(()),
+            _ => Err(StoreError::NotFound),
+        }
+    }
     async fn retry_now(
         &self,
         application: &ApplicationId,

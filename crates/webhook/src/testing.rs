@@ -10,8 +10,8 @@ use async_trait::async_trait;
 use idconsent_kernel::id::{ApplicationId, DeliveryId};
 use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
 
-use crate::model::{Attempt, Delivery, DeliveryStatus, Outbox};
-use crate::ports::{DeliveryStore, NextStep, StoreError};
+use crate::model::{Delivery, DeliveryStatus, Outbox};
+use crate::ports::{AttemptRecord, DeliveryStore, NextStep, StoreError};
 use crate::retries::{ManualRetries, ManualRetry, RetryAllowance};
 
 #[derive(Debug, Clone)]
@@ -167,22 +167,24 @@ impl DeliveryStore for InMemoryDeliveries {
         Ok(())
     }
 
-    async fn record_attempt(
-        &self,
-        id: &DeliveryId,
-        attempt: &Attempt,
-        next: NextStep,
-    ) -> Result<(), StoreError> {
+    async fn record_attempts(&self, records: &[AttemptRecord]) -> Result<Vec<bool>, StoreError> {
         let mut deliveries = self.lock();
-        let stored = deliveries.get_mut(id).ok_or(StoreError::NotFound)?;
-        let delivery = &mut stored.delivery;
-        delivery.attempts.push(attempt.clone());
-        (delivery.status, delivery.next_attempt_at) = match next {
-            NextStep::Succeeded => (DeliveryStatus::Succeeded, None),
-            NextStep::RetryAt(at) => (DeliveryStatus::Pending, Some(at)),
-            NextStep::Failed => (DeliveryStatus::Failed, None),
-        };
-        Ok(())
+        Ok(records
+            .iter()
+            .map(|record| {
+                let Some(stored) = deliveries.get_mut(&record.delivery) else {
+                    return false;
+                };
+                let delivery = &mut stored.delivery;
+                delivery.attempts.push(record.attempt.clone());
+                (delivery.status, delivery.next_attempt_at) = match record.next {
+                    NextStep::Succeeded => (DeliveryStatus::Succeeded, None),
+                    NextStep::RetryAt(at) => (DeliveryStatus::Pending, Some(at)),
+                    NextStep::Failed => (DeliveryStatus::Failed, None),
+                };
+                true
+            })
+            .collect())
     }
 
     async fn retry_now(
