@@ -122,14 +122,11 @@ fn decide_error(error: DbError) -> StoreError {
     }
 }
 
-/// On PostgreSQL, serialises the transactions that create sessions for one recipient in one
-/// environment, so their flood counts cannot both pass; SQLite's single writer already does.
-fn lock_recipient(
-    conn: AnyConnection<'_>,
-    recipient: &str,
-    environment: Environment,
-) -> Result<(), DbError> {
-    crate::repo::advisory_lock(conn, &format!("consent:{environment}:{recipient}"))
+/// The advisory lock that, on PostgreSQL, serialises the transactions that create sessions for
+/// one recipient in one environment, so their flood counts cannot both pass; SQLite's single
+/// writer already does.
+fn recipient_lock(row: &SessionRow) -> String {
+    format!("consent:{}:{}", row.environment, row.recipient)
 }
 
 #[async_trait]
@@ -145,40 +142,23 @@ impl SessionRepository for DieselSessionStore {
         let effects = effects.clone();
         let charges = effects.charges.clone();
         let limits = *limits;
+        let lock = recipient_lock(&row);
         let refused = self
             .db
-            .write(move |mut conn| {
-                lock_recipient(conn.reborrow(), &row.recipient, session_environment(&row)?)?;
+            .write_locked(lock, move |mut conn| {
                 let now_ms = now.as_millis();
                 let window_start = limits.window_start(now).as_millis();
-                let pending = pending_expiries(conn.reborrow(), &row, now_ms)?;
-                let refused = crate::with_conn!(conn.reborrow(), |c| {
-                    // Pending and unexpired, from this application.
-                    let pending: Vec<Timestamp> =
-                        pending.into_iter().map(Timestamp::from_millis).collect();
-                    if let Some(refused) = limits.pending_refusal(&pending, now) {
-                        return Ok(Some(refused));
-                    }
-                    // Created in the window, from any application.
-                    let recent: Vec<Timestamp> = consent_sessions::table
-                        .filter(consent_sessions::recipient.eq(&row.recipient))
-                        .filter(consent_sessions::environment.eq(&row.environment))
-                        .filter(consent_sessions::created_at.gt(window_start))
-                        .select(consent_sessions::created_at)
-                        .load::<i64>(c)?
-                        .into_iter()
-                        .map(Timestamp::from_millis)
-                        .collect();
-                    if let Some(refused) = limits.window_refusal(&recent, now) {
-                        return Ok(Some(refused));
-                    }
-                    diesel::insert_into(consent_sessions::table)
-                        .values(&row)
-                        .cached()
-                        .execute(c)?;
-                    Ok::<_, DbError>(None)
-                })?;
+                let flood = recipient_flood(conn.reborrow(), &row, now_ms, window_start)?;
+                let refused = limits
+                    .pending_refusal(&flood.pending_expiries, now)
+                    .or_else(|| limits.window_refusal(&flood.created_in_window, now));
                 if refused.is_none() {
+                    crate::with_conn!(conn.reborrow(), |c| diesel::insert_into(
+                        consent_sessions::table
+                    )
+                    .values(&row)
+                    .cached()
+                    .execute(c))?;
                     write_effects(conn, &effects)?;
                 }
                 Ok(refused)
@@ -303,8 +283,16 @@ impl SessionRepository for DieselSessionStore {
     }
 }
 
-/// The expiries of the recipient's sessions from this application that are pending and
-/// unexpired at `now_ms`.
+/// What the flood limits judge a new session by: the expiries of the recipient's sessions from
+/// this application that are pending and unexpired, and the creation times of the recipient's
+/// sessions in the window, from any application.
+struct RecipientFlood {
+    pending_expiries: Vec<Timestamp>,
+    created_in_window: Vec<Timestamp>,
+}
+
+/// Reads [`RecipientFlood`] in one statement (one round trip on PostgreSQL): the recipient's
+/// sessions that count towards either limit.
 ///
 /// The status is compared as `status || ''` so that no index can serve that term: without
 /// statistics SQLite otherwise plans this filter on `consent_sessions_by_expiry (status,
@@ -312,38 +300,66 @@ impl SessionRepository for DieselSessionStore {
 /// sessions pending was half the cost of a create (docs/performance.md). This way it takes
 /// `consent_sessions_by_recipient` and visits the recipient's sessions only. PostgreSQL plans
 /// from statistics and takes the same index.
-fn pending_expiries(
+fn recipient_flood(
     conn: AnyConnection<'_>,
     row: &SessionRow,
     now_ms: i64,
-) -> Result<Vec<i64>, DbError> {
-    Ok(crate::with_conn!(conn, |c| pending_expiries_query!(
-        row, now_ms
-    )
-    .load(c))?)
+    window_start: i64,
+) -> Result<RecipientFlood, DbError> {
+    let sessions: Vec<(String, String, i64, i64)> = crate::with_conn!(conn, |c| {
+        recipient_flood_query!(row, now_ms, window_start)
+            .cached()
+            .load(c)
+    })?;
+    let mut flood = RecipientFlood {
+        pending_expiries: Vec::new(),
+        created_in_window: Vec::new(),
+    };
+    for (application_id, status, created_at, expires_at) in sessions {
+        if application_id == row.application_id
+            && status == SessionStatus::Pending.as_str()
+            && expires_at > now_ms
+        {
+            flood
+                .pending_expiries
+                .push(Timestamp::from_millis(expires_at));
+        }
+        if created_at > window_start {
+            flood
+                .created_in_window
+                .push(Timestamp::from_millis(created_at));
+        }
+    }
+    Ok(flood)
 }
 
-/// The query of [`pending_expiries`], also planned by a test.
-macro_rules! pending_expiries_query {
-    ($row:expr, $now_ms:expr) => {
+/// The query of [`recipient_flood`], also planned by a test.
+macro_rules! recipient_flood_query {
+    ($row:expr, $now_ms:expr, $window_start:expr) => {
         consent_sessions::table
             .filter(consent_sessions::recipient.eq(&$row.recipient))
             .filter(consent_sessions::environment.eq(&$row.environment))
-            .filter(consent_sessions::application_id.eq(&$row.application_id))
             .filter(
-                consent_sessions::status
-                    .concat("")
-                    .eq(SessionStatus::Pending.as_str()),
+                consent_sessions::created_at
+                    .gt($window_start)
+                    .or(consent_sessions::application_id
+                        .eq(&$row.application_id)
+                        .and(
+                            consent_sessions::status
+                                .concat("")
+                                .eq(SessionStatus::Pending.as_str()),
+                        )
+                        .and(consent_sessions::expires_at.gt($now_ms))),
             )
-            .filter(consent_sessions::expires_at.gt($now_ms))
-            .select(consent_sessions::expires_at)
+            .select((
+                consent_sessions::application_id,
+                consent_sessions::status,
+                consent_sessions::created_at,
+                consent_sessions::expires_at,
+            ))
     };
 }
-use pending_expiries_query;
-
-fn session_environment(row: &SessionRow) -> Result<Environment, DbError> {
-    Environment::parse(&row.environment).ok_or(DbError::Rollback("unknown environment"))
-}
+use recipient_flood_query;
 
 #[cfg(all(test, feature = "testing"))]
 mod tests {
@@ -391,7 +407,7 @@ mod tests {
                     unreachable!("a SQLite database")
                 };
                 let row = row();
-                let query = pending_expiries_query!(row, 1_000_i64);
+                let query = recipient_flood_query!(row, 1_000_i64, 500_i64);
                 let sql = diesel::debug_query::<diesel::sqlite::Sqlite, _>(&query).to_string();
                 let sql = sql.split(" -- binds").next().unwrap_or_default().to_owned();
                 Ok(diesel::sql_query(format!("EXPLAIN QUERY PLAN {sql}")).load::<Plan>(c)?)

@@ -10,6 +10,7 @@ use diesel::{Connection, PgConnection, SqliteConnection};
 use crate::error::{DbError, OpenError};
 
 mod checkpoint;
+mod locked;
 
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -216,6 +217,17 @@ impl Db {
         self.run_write(f, PgTransaction::None).await
     }
 
+    /// Runs `f` in a write transaction that holds the advisory lock of `key` from its start
+    /// (see [`crate::repo::advisory_lock`]); on PostgreSQL `BEGIN` and the lock take one round
+    /// trip. On SQLite it is [`Db::write`]: the single writer already serialises.
+    pub async fn write_locked<T, F>(&self, key: String, f: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
+    {
+        self.run_write(f, PgTransaction::Locked(key)).await
+    }
+
     async fn run_write<T, F>(&self, f: F, transaction: PgTransaction) -> Result<T, DbError>
     where
         T: Send + 'static,
@@ -230,6 +242,9 @@ impl Db {
                     match transaction {
                         PgTransaction::Own => conn.transaction(|c| f(AnyConnection::Postgres(c))),
                         PgTransaction::None => f(AnyConnection::Postgres(&mut conn)),
+                        PgTransaction::Locked(key) => {
+                            locked::transaction(&mut conn, &key, |c| f(AnyConnection::Postgres(c)))
+                        }
                     }
                 })
                 .await
@@ -260,10 +275,12 @@ impl Db {
 
 /// Whether a write on PostgreSQL runs in a transaction of its own ([`Db::write`]) or
 /// statement by statement ([`Db::write_autocommit`]).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 enum PgTransaction {
     Own,
     None,
+    /// Its own, holding this advisory lock from the start.
+    Locked(String),
 }
 
 /// The SQLite writer: one thread owning the write connection, committing in groups.
