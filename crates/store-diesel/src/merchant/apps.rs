@@ -6,6 +6,7 @@
 
 use async_trait::async_trait;
 use diesel::prelude::*;
+use diesel::sql_types::Text;
 use idconsent_kernel::id::{ApplicationId, ClientId, MerchantId, TypedId};
 use idconsent_kernel::{Environment, Intent, Page, PageRequest, Sealed, Timestamp, WebUrl};
 use idconsent_merchant::model::{
@@ -18,11 +19,13 @@ use super::{
     DieselMerchantStore, Lock, NOT_FOUND, corrupt, lock_application, lock_merchant, page_bounds,
     repository_error,
 };
+use crate::cached::CacheStatement;
+use crate::db::AnyConnection;
 use crate::error::DbError;
 use crate::repo::{page_of, read_with, update_one};
 use crate::schema::{api_credentials, applications};
 
-#[derive(Debug, Queryable, Selectable, Insertable)]
+#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = applications)]
 struct ApplicationRow {
     id: String,
@@ -43,7 +46,7 @@ struct ApplicationRow {
 }
 
 /// The current key of one environment of an application.
-#[derive(Debug, Queryable, Selectable)]
+#[derive(Debug, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = api_credentials)]
 struct CurrentKeyRow {
     application_id: String,
@@ -376,30 +379,48 @@ impl ApplicationRepository for DieselMerchantStore {
         hash: &str,
     ) -> Result<Option<(Application, Environment)>, RepositoryError> {
         let hash = hash.to_owned();
-        // Two indexed queries: the application behind the current key, then its current keys.
-        let found = read_with!(self.db, |c| {
-            let found = api_credentials::table
-                .inner_join(applications::table)
-                .filter(api_credentials::key_hash.eq(&hash))
-                .filter(api_credentials::revoked_at.is_null())
-                .select((ApplicationRow::as_select(), api_credentials::environment))
-                .get_result::<(ApplicationRow, String)>(c)
-                .optional()?;
-            Ok::<_, DbError>(match found {
-                Some((row, environment)) => {
-                    // `=` rather than `IN`: a statement SQLite can cache.
-                    let keys = api_credentials::table
-                        .filter(api_credentials::application_id.eq(&row.id))
-                        .filter(api_credentials::revoked_at.is_null())
-                        .select(CurrentKeyRow::as_select())
-                        .load::<CurrentKeyRow>(c)?;
-                    Some((row, environment, keys))
+        let found = self
+            .db
+            .read(move |conn| match conn {
+                // One round trip: the application behind the key, once per current key.
+                AnyConnection::Postgres(c) => {
+                    let rows: Vec<KeyedApplicationRow> = diesel::sql_query(FIND_BY_KEY_HASH)
+                        .bind::<Text, _>(&hash)
+                        .cached()
+                        .load(c)?;
+                    let mut rows = rows.into_iter();
+                    Ok(rows.next().map(|first| {
+                        let keys = std::iter::once(first.key)
+                            .chain(rows.map(|row| row.key))
+                            .collect();
+                        (first.application, first.key_environment, keys)
+                    }))
                 }
-                None => None,
+                // Two indexed queries, each prepared once (no round trips on SQLite).
+                AnyConnection::Sqlite(c) => {
+                    let found = api_credentials::table
+                        .inner_join(applications::table)
+                        .filter(api_credentials::key_hash.eq(&hash))
+                        .filter(api_credentials::revoked_at.is_null())
+                        .select((ApplicationRow::as_select(), api_credentials::environment))
+                        .get_result::<(ApplicationRow, String)>(c)
+                        .optional()?;
+                    Ok::<_, DbError>(match found {
+                        Some((row, environment)) => {
+                            // `=` rather than `IN`: a statement SQLite can cache.
+                            let keys = api_credentials::table
+                                .filter(api_credentials::application_id.eq(&row.id))
+                                .filter(api_credentials::revoked_at.is_null())
+                                .select(CurrentKeyRow::as_select())
+                                .load::<CurrentKeyRow>(c)?;
+                            Some((row, environment, keys))
+                        }
+                        None => None,
+                    })
+                }
             })
-        })
-        .await
-        .map_err(repository_error)?;
+            .await
+            .map_err(repository_error)?;
         let Some((row, environment, keys)) = found else {
             return Ok(None);
         };
@@ -412,3 +433,27 @@ impl ApplicationRepository for DieselMerchantStore {
         Ok(Some((row.into_application(&keys)?, environment)))
     }
 }
+
+/// The application behind a current key, with the environment of that key, once per current
+/// key of the application (at most one per environment).
+#[derive(QueryableByName)]
+struct KeyedApplicationRow {
+    #[diesel(embed)]
+    application: ApplicationRow,
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    key_environment: String,
+    #[diesel(embed)]
+    key: CurrentKeyRow,
+}
+
+/// PostgreSQL's [`KeyedApplicationRow`]s of the key hash `$1`; raw SQL so that its prepared
+/// statement is kept (diesel would plan a self-join of `api_credentials` afresh each time).
+const FIND_BY_KEY_HASH: &str = "SELECT a.id, a.merchant_id, a.client_id, a.name, a.callback_url, \
+    a.redirect_uris, a.request_types, a.secret, a.previous_secret, a.previous_secret_expires_at, \
+    a.webhook_secret, a.previous_webhook_secret, a.previous_webhook_secret_expires_at, \
+    a.created_at, a.updated_at, used.environment AS key_environment, \
+    current.application_id, current.environment, current.key_sealed, current.generated_at \
+    FROM api_credentials used \
+    JOIN applications a ON a.id = used.application_id \
+    JOIN api_credentials current ON current.application_id = a.id AND current.revoked_at IS NULL \
+    WHERE used.key_hash = $1 AND used.revoked_at IS NULL";
