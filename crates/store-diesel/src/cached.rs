@@ -16,7 +16,10 @@
 //! Where it takes effect: every query on SQLite; on PostgreSQL the queries that load rows
 //! (`load`, `get_result`). Diesel's PostgreSQL `execute` takes the query by reference, and a
 //! reference does not pass the cache decision on, so an executed statement stays unnamed there
-//! (it costs PostgreSQL a parse, not a round trip).
+//! (it costs PostgreSQL a parse and a plan, not a round trip). The hottest inserts are therefore
+//! loaded with a `RETURNING` column instead of executed — the replay guard (`insert_absent!`),
+//! the consent session, the outbox, the OAuth token: a fifth of PostgreSQL's CPU per consent
+//! (docs/performance.md, 2026-11-27 third session).
 
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};

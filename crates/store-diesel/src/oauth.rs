@@ -12,6 +12,7 @@ use idconsent_oauth::{
 };
 use serde_json::Value;
 
+use crate::cached::CacheStatement;
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::repo::{duplicate_or, find_row, find_where, found, insert_row, unreadable, update_rows};
@@ -267,9 +268,12 @@ fn spend_grant(
     Ok(crate::with_conn!(conn, |c| {
         let spent = statement.execute(c)? == 1;
         if let (true, Some(token)) = (spent, &token) {
+            // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
             diesel::insert_into(oauth_tokens::table)
                 .values(token)
-                .execute(c)?;
+                .returning(oauth_tokens::token_id)
+                .cached()
+                .get_result::<String>(c)?;
         }
         spent
     }))

@@ -101,7 +101,8 @@ pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result
                 )
                 .bind::<Text, _>(pending)
                 .cached()
-                .execute(c)?;
+                // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
+                .load::<FoundDelivery>(c)?;
         }
         AnyConnection::Sqlite(c) => {
             for entry in outbox {
@@ -149,7 +150,7 @@ const WRITE_OUTBOX: &str = "WITH events AS (\
     (id, event_id, application_id, environment, url, status, next_attempt_at, created_at) \
     SELECT d.id, d.event_id, e.application_id, e.environment, d.url, $10, e.created_at, e.created_at \
     FROM unnest($7::text[], $8::text[], $9::text[]) AS d(id, event_id, url) \
-    JOIN events e ON e.id = d.event_id";
+    JOIN events e ON e.id = d.event_id RETURNING id AS delivery_id";
 
 #[derive(Debug, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = webhook_deliveries)]
