@@ -18,6 +18,11 @@
 # The application's callbackUrl is the load generator's own webhook receiver (answers 204), so
 # webhooks are really delivered during the run, by the same server core, as in production.
 #
+# Server CPU is printed twice: loadgen's "server CPU while measuring" counts the measured
+# window alone (the figure to compare); the script's own line below it also counts warm-up,
+# code preparation and setup, an upper bound. On PostgreSQL, "database CPU while measuring"
+# is the same count for the cluster's processes.
+#
 # Knobs: DURATION=20 CONNECTIONS="64 32" IDC_HTTP_WORKERS=1 SERVER_CPU=0 LOAD_CPU=1 PORT=18080
 #        RECEIVER_PORT=18090 CALLBACK_URL=… (e.g. http://127.0.0.1:9/hooks: nobody listens)
 #        MEASURE_FLAG=/tmp/idc-measuring (created while measuring; empty to skip)
@@ -181,9 +186,24 @@ for connections in $CONNECTIONS; do
   # its Argon2 hash of ~19 MiB, earlier runs) is kept, then reset to the current RSS.
   hwm_before=$(peak_rss)
   reset_peak_rss
+  # PostgreSQL's processes (its backends for the server's pool are open by now): their CPU
+  # per request is printed too. The cluster may serve others; on this machine it does not.
+  DATABASE_PIDS=()
+  if [ -n "${POSTGRES_URL:-}" ]; then
+    for pid in $(pgrep -x postgres || true); do DATABASE_PIDS+=(--database-pid "$pid"); done
+  fi
+  # PostgreSQL plans prepared statements once per connection and keeps a generic plan; on a
+  # database created for this run, those plans were made for empty tables (sequential scans)
+  # and autovacuum's ANALYZE (a minute apart) would come after the run. A database in service
+  # has statistics: ANALYZE once the warm-up has filled the tables, so the measured window
+  # runs on the plans of a database in service. ANALYZE_AFTER_WARMUP=0 measures without it.
+  if [ -n "${LOAD_DB:-}" ] && [ "${ANALYZE_AFTER_WARMUP:-1}" = 1 ]; then
+    (sleep "$WARMUP"; psql -q "$DATABASE_URL" -c ANALYZE) &
+  fi
   taskset -c "$LOAD_CPU" "$TARGET/release/loadgen" --url "$B" --api-key "$KEY" --secret "$SECRET" \
     --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
     --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}" "${ALSO_URL[@]}" \
+    --server-pid "$SERVER_PID" ${SECOND_PID:+--server-pid "$SECOND_PID"} "${DATABASE_PIDS[@]}" \
     | tee "$DATA/run-$run.txt"
   ticks_after=$(server_cpu_ticks)
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -109,6 +109,13 @@ struct Args {
     /// Seconds to wait after the run for the receiver to catch up (0: do not wait).
     #[arg(long, default_value_t = 0.0)]
     drain: f64,
+    /// Server processes whose CPU time (user + system) to count over the measured window
+    /// alone: printed per measured request, without the warm-up and the preparation.
+    #[arg(long)]
+    server_pid: Vec<u32>,
+    /// Database processes (PostgreSQL's backends and workers) counted the same way.
+    #[arg(long)]
+    database_pid: Vec<u32>,
     /// Three digits that start every recipient (`+1555<run><7-digit counter>`), so several runs
     /// against one database never put more than one session on a recipient.
     #[arg(long)]
@@ -311,6 +318,8 @@ async fn main() {
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
     let received_before = received.load(Ordering::Relaxed);
     measuring.store(true, Ordering::Relaxed);
+    let cpu_before = report::cpu_ticks(&args.server_pid);
+    let database_before = report::cpu_ticks(&args.database_pid);
     let started = Instant::now();
     let deadline = started + Duration::from_secs_f64(args.duration);
     // Ends at the deadline, or when the prepared codes run out.
@@ -318,6 +327,8 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(10).min(deadline - Instant::now())).await;
     }
     measuring.store(false, Ordering::Relaxed);
+    let cpu_after = report::cpu_ticks(&args.server_pid);
+    let database_after = report::cpu_ticks(&args.database_pid);
     let elapsed = started.elapsed().as_secs_f64();
     if plan.exhausted() {
         println!("the prepared codes ran out after {elapsed:.1} s of measurement (raise --codes)");
@@ -335,6 +346,12 @@ async fn main() {
         total.errors += tally.errors;
     }
     report(&args, &total, elapsed, received_during);
+    if let (Some(before), Some(after)) = (cpu_before, cpu_after) {
+        report::cpu_per_request("server", &total, after.saturating_sub(before));
+    }
+    if let (Some(before), Some(after)) = (database_before, database_after) {
+        report::cpu_per_request("database", &total, after.saturating_sub(before));
+    }
     if args.receiver.is_some() && args.drain > 0.0 {
         let created = counter.load(Ordering::Relaxed);
         let deadline = Instant::now() + Duration::from_secs_f64(args.drain);

@@ -64,3 +64,39 @@ pub fn report(args: &Args, total: &Tally, elapsed: f64, webhooks: u64) {
         );
     }
 }
+
+/// User + system time of `pids` so far, in clock ticks (`/proc/PID/stat` fields 14 and 15);
+/// `None` without pids. A process that has ended counts as nothing (a database backend that
+/// closed).
+pub fn cpu_ticks(pids: &[u32]) -> Option<u64> {
+    if pids.is_empty() {
+        return None;
+    }
+    Some(
+        pids.iter()
+            .filter_map(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+                // The command name (field 2) may hold spaces: count fields after its paren.
+                let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+                let utime: u64 = fields.get(11)?.parse().ok()?;
+                let stime: u64 = fields.get(12)?.parse().ok()?;
+                Some(utime + stime)
+            })
+            .sum(),
+    )
+}
+
+/// CPU per request of `whose` processes over the measured window alone (every request
+/// completed in it, and whatever else they did meanwhile, such as delivering webhooks).
+pub fn cpu_per_request(whose: &str, total: &Tally, ticks: u64) {
+    // USER_HZ: the kernel reports these times in hundredths of a second on every platform
+    // Linux supports today.
+    const TICKS_PER_SECOND: u64 = 100;
+    let requests = total.latencies.len() as u64;
+    if let Some(per_request) = (ticks * 1_000_000 / TICKS_PER_SECOND).checked_div(requests) {
+        println!(
+            "{whose} CPU while measuring: {per_request} µs per request ({} ms in all)",
+            ticks * 1_000 / TICKS_PER_SECOND
+        );
+    }
+}
