@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures_util::future::BoxFuture;
 use idconsent_kernel::id::ApplicationId;
-use idconsent_kernel::{Clock, Nudge};
+use idconsent_kernel::{Clock, Nudge, Timestamp};
 
 use crate::lanes::Lanes;
 use crate::model::{Attempt, Delivery};
@@ -80,7 +80,7 @@ impl Drop for LaneSlot {
 }
 
 /// Delivers due webhooks, fairly: each attempt runs on its own, within lanes that bound how
-/// many run at once in all (256) and per application (64 a round, fewer than 128 in flight), so
+/// many run at once in all (512) and per application (128 a round, fewer than 256 in flight), so
 /// one application whose endpoint hangs fills only its own lane (ADR 0027).
 #[derive(Debug, Clone)]
 pub struct Dispatcher {
@@ -97,7 +97,17 @@ pub struct Dispatcher {
     finished: Option<Arc<dyn Nudge>>,
     /// The receiver's deadline (CONTRACT §8: 5 seconds).
     timeout: Duration,
+    /// When a round that skipped full lanes last found nothing else due (see
+    /// [`Dispatcher::pause_before_round`]).
+    quiet_skipping_round: Arc<std::sync::Mutex<Option<Timestamp>>>,
 }
+
+/// How long rounds that would skip full lanes start nothing after one that found nothing else
+/// due: the lease scans past the skipped applications' due deliveries, so back-to-back rounds
+/// behind a busy application's backlog (every outbox write nudges a round) would rescan it for
+/// nothing. Another application's webhook waits at most this, or until the next round after
+/// it (the next outbox write or poll), while a lane is full.
+const QUIET_SKIPPING_PAUSE: Duration = Duration::from_millis(50);
 
 impl Dispatcher {
     pub fn new(
@@ -116,9 +126,10 @@ impl Dispatcher {
             secrets,
             clock,
             schedule,
-            lanes: Arc::new(Lanes::new(256, 64)),
+            lanes: Arc::new(Lanes::new(512, 128)),
             finished: None,
             timeout: Duration::from_secs(5),
+            quiet_skipping_round: Arc::default(),
         }
     }
 
@@ -139,11 +150,28 @@ impl Dispatcher {
         self
     }
 
+    /// How long rounds start nothing without asking the store: while a lane is full and the
+    /// last round that skipped full lanes found nothing else due, until [`QUIET_SKIPPING_PAUSE`]
+    /// has passed since it; otherwise zero. A lane that frees ends it at once.
+    pub fn pause_before_round(&self) -> Duration {
+        if self.lanes.full().is_empty() {
+            return Duration::ZERO;
+        }
+        let quiet_since = *self
+            .quiet_skipping_round
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        match quiet_since {
+            Some(at) => QUIET_SKIPPING_PAUSE.saturating_sub(self.clock.now().since(at)),
+            None => Duration::ZERO,
+        }
+    }
+
     /// Leases due deliveries for the free lanes (at most one lane's worth, skipping applications
     /// whose lane is full) and returns their attempts, not yet run.
     pub async fn start_due(&self) -> Result<Vec<StartedAttempt>, StoreError> {
         let limit = self.lanes.round_limit();
-        if limit == 0 {
+        if limit == 0 || !self.pause_before_round().is_zero() {
             return Ok(Vec::new());
         }
         let now = self.clock.now();
@@ -152,6 +180,14 @@ impl Dispatcher {
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);
         let full = self.lanes.full();
         let leased = self.store.lease_due(now, lease_until, limit, &full).await?;
+        // Only a round that skipped lanes tells whether others have anything due.
+        if !full.is_empty() {
+            *self
+                .quiet_skipping_round
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) =
+                leased.is_empty().then_some(now);
+        }
         self.lanes.take(&leased);
         // Each application's secrets once a round, not once an attempt (a round is usually one
         // busy application's lane); the applications' reads run side by side.
@@ -358,6 +394,41 @@ mod tests {
         // and the three deliveries handed back are due.
         drop(first);
         assert_eq!(dispatcher.start_due().await.unwrap().len(), 2);
+    }
+
+    #[tokio::test]
+    async fn behind_a_full_lane_a_round_that_found_nothing_else_pauses_the_next() {
+        let application = ApplicationId::from_trusted("app_slow".into());
+        let (clock, store) = due_deliveries(&[&application; 3]);
+        let dispatcher = Dispatcher::new(
+            store,
+            Arc::new(Hangs),
+            Arc::new(Unsigned),
+            Arc::new(Unsigned),
+            clock.clone(),
+            RetrySchedule::default(),
+        )
+        .with_lanes(8, 2);
+        let running = dispatcher.start_due().await.unwrap();
+        assert_eq!(running.len(), 2);
+        assert_eq!(
+            dispatcher.pause_before_round(),
+            Duration::ZERO,
+            "not yet skipped"
+        );
+        // The lane is full and nobody else has anything due: this round finds nothing.
+        assert!(dispatcher.start_due().await.unwrap().is_empty());
+        assert_eq!(dispatcher.pause_before_round(), QUIET_SKIPPING_PAUSE);
+        // Meanwhile rounds start nothing without asking the store (asking it would renew the
+        // pause from the later time).
+        clock.advance(Duration::from_millis(30));
+        assert!(dispatcher.start_due().await.unwrap().is_empty());
+        assert_eq!(dispatcher.pause_before_round(), Duration::from_millis(20));
+        clock.advance(Duration::from_millis(20));
+        assert_eq!(dispatcher.pause_before_round(), Duration::ZERO);
+        // A lane that frees ends the pause at once.
+        drop(running);
+        assert_eq!(dispatcher.pause_before_round(), Duration::ZERO);
     }
 
     /// A receiver that answers 204 at once.

@@ -68,14 +68,17 @@ impl Lanes {
     }
 
     /// Frees the slot an attempt of `application` held; `true` when that makes room a round
-    /// would otherwise not have had (the application's lane, or everything, was full).
+    /// would otherwise not have had: the application's lane drops below full, or everything was
+    /// full. An application may have up to `2 × per_application − 1` in flight; freeing one of
+    /// those above the lane size makes no room (the next round would still skip it, after
+    /// scanning its backlog for nothing), so it is not news.
     pub fn finish(&self, application: &ApplicationId) -> bool {
         let mut counts = self.counts();
         let total: usize = counts.values().sum();
         let Some(count) = counts.get_mut(application) else {
             return false;
         };
-        let was_full = *count >= self.per_application || total >= self.total;
+        let was_full = *count == self.per_application || total >= self.total;
         *count = count.saturating_sub(1);
         if *count == 0 {
             counts.remove(application);
@@ -122,8 +125,19 @@ mod tests {
         lanes.take(&[delivery("app_fast", 9)]);
         assert_eq!(lanes.round_limit(), 3);
         // The slow lane frees one slot at a time.
-        lanes.finish(&ApplicationId::from_trusted("app_slow".into()));
+        assert!(lanes.finish(&ApplicationId::from_trusted("app_slow".into())));
         assert!(lanes.full().is_empty());
+    }
+
+    #[test]
+    fn only_a_finish_that_unfills_a_lane_is_news() {
+        let lanes = Lanes::new(100, 3);
+        let slow = ApplicationId::from_trusted("app_slow".into());
+        // Two rounds: 3, then 2 more while the first ran (at most 2 × 3 − 1 in flight).
+        lanes.take(&(0..5).map(|n| delivery("app_slow", n)).collect::<Vec<_>>());
+        let news: Vec<bool> = (0..5).map(|_| lanes.finish(&slow)).collect();
+        // 5 → 4 and 4 → 3 leave the lane full; 3 → 2 opens it; below that it is open already.
+        assert_eq!(news, [false, false, true, false, false]);
     }
 
     #[test]
