@@ -48,57 +48,15 @@ pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result
         // Events and deliveries in one statement (one round trip), whatever their number.
         AnyConnection::Postgres(c) => {
             diesel::sql_query(WRITE_OUTBOX)
-                .bind::<Array<Text>, _>(
-                    outbox
-                        .iter()
-                        .map(|e| e.event.id.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    outbox
-                        .iter()
-                        .map(|e| e.event.event_type.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    outbox
-                        .iter()
-                        .map(|e| e.event.application_id.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    outbox
-                        .iter()
-                        .map(|e| e.event.environment.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Binary>, _>(
-                    outbox.iter().map(|e| e.body.as_slice()).collect::<Vec<_>>(),
-                )
-                .bind::<Array<BigInt>, _>(
-                    outbox
-                        .iter()
-                        .map(|e| e.event.created_at.as_millis())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    deliveries
-                        .iter()
-                        .map(|(_, d)| d.delivery_id.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    deliveries
-                        .iter()
-                        .map(|(e, _)| e.event.id.as_str())
-                        .collect::<Vec<_>>(),
-                )
-                .bind::<Array<Text>, _>(
-                    deliveries
-                        .iter()
-                        .map(|(_, d)| d.url.as_str())
-                        .collect::<Vec<_>>(),
-                )
+                .bind::<Array<Text>, _>(column(outbox, |e| e.event.id.as_str()))
+                .bind::<Array<Text>, _>(column(outbox, |e| e.event.event_type.as_str()))
+                .bind::<Array<Text>, _>(column(outbox, |e| e.event.application_id.as_str()))
+                .bind::<Array<Text>, _>(column(outbox, |e| e.event.environment.as_str()))
+                .bind::<Array<Binary>, _>(column(outbox, |e| e.body.as_slice()))
+                .bind::<Array<BigInt>, _>(column(outbox, |e| e.event.created_at.as_millis()))
+                .bind::<Array<Text>, _>(column(&deliveries, |(_, d)| d.delivery_id.as_str()))
+                .bind::<Array<Text>, _>(column(&deliveries, |(e, _)| e.event.id.as_str()))
+                .bind::<Array<Text>, _>(column(&deliveries, |(_, d)| d.url.as_str()))
                 .bind::<Text, _>(pending)
                 .cached()
                 // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
@@ -137,6 +95,11 @@ pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result
         }
     }
     Ok(())
+}
+
+/// One array parameter: `f` of each item.
+fn column<'a, T, U>(items: &'a [T], f: impl Fn(&'a T) -> U) -> Vec<U> {
+    items.iter().map(f).collect()
 }
 
 /// Inserts events ($1–$6, one array each) and their deliveries ($7–$9), pending ($10) and due
@@ -399,23 +362,13 @@ impl DeliveryStore for DieselDeliveryStore {
                 // One statement (one round trip) for the whole batch, atomic on its own.
                 AnyConnection::Postgres(c) => {
                     let found: Vec<FoundDelivery> = diesel::sql_query(RECORD_ATTEMPTS)
-                        .bind::<Array<Text>, _>(rows.iter().map(|r| &r.id).collect::<Vec<_>>())
-                        .bind::<Array<Text>, _>(rows.iter().map(|r| r.status).collect::<Vec<_>>())
-                        .bind::<Array<Nullable<BigInt>>, _>(
-                            rows.iter().map(|r| r.next_attempt_at).collect::<Vec<_>>(),
-                        )
-                        .bind::<Array<BigInt>, _>(
-                            rows.iter().map(|r| r.attempted_at).collect::<Vec<_>>(),
-                        )
-                        .bind::<Array<Nullable<Integer>>, _>(
-                            rows.iter().map(|r| r.status_code).collect::<Vec<_>>(),
-                        )
-                        .bind::<Array<Nullable<Text>>, _>(
-                            rows.iter().map(|r| r.error.as_deref()).collect::<Vec<_>>(),
-                        )
-                        .bind::<Array<BigInt>, _>(
-                            rows.iter().map(|r| r.duration_ms).collect::<Vec<_>>(),
-                        )
+                        .bind::<Array<Text>, _>(column(&rows, |r| &r.id))
+                        .bind::<Array<Text>, _>(column(&rows, |r| r.status))
+                        .bind::<Array<Nullable<BigInt>>, _>(column(&rows, |r| r.next_attempt_at))
+                        .bind::<Array<BigInt>, _>(column(&rows, |r| r.attempted_at))
+                        .bind::<Array<Nullable<Integer>>, _>(column(&rows, |r| r.status_code))
+                        .bind::<Array<Nullable<Text>>, _>(column(&rows, |r| r.error.as_deref()))
+                        .bind::<Array<BigInt>, _>(column(&rows, |r| r.duration_ms))
                         .cached()
                         .load(c)?;
                     let found: std::collections::HashSet<String> =
