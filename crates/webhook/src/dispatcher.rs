@@ -98,7 +98,7 @@ pub struct Dispatcher {
     /// The receiver's deadline (CONTRACT §8: 5 seconds).
     timeout: Duration,
     /// When a round that skipped full lanes last found nothing else due (see
-    /// [`Dispatcher::pause_before_round`]).
+    /// [`QUIET_SKIPPING_PAUSE`]).
     quiet_skipping_round: Arc<std::sync::Mutex<Option<Timestamp>>>,
 }
 
@@ -150,11 +150,12 @@ impl Dispatcher {
         self
     }
 
-    /// How long rounds start nothing without asking the store: while a lane is full and the
-    /// last round that skipped full lanes found nothing else due, until [`QUIET_SKIPPING_PAUSE`]
-    /// has passed since it; otherwise zero. A lane that frees ends it at once.
-    pub fn pause_before_round(&self) -> Duration {
-        if self.lanes.full().is_empty() {
+    /// How much longer rounds start nothing without asking the store: while some lane is
+    /// `full` and the last round that skipped full lanes found nothing else due, until
+    /// [`QUIET_SKIPPING_PAUSE`] has passed since it; otherwise zero. A lane that frees ends it
+    /// at once.
+    fn quiet_pause_left(&self, full: &[ApplicationId]) -> Duration {
+        if full.is_empty() {
             return Duration::ZERO;
         }
         let quiet_since = *self
@@ -171,14 +172,14 @@ impl Dispatcher {
     /// whose lane is full) and returns their attempts, not yet run.
     pub async fn start_due(&self) -> Result<Vec<StartedAttempt>, StoreError> {
         let limit = self.lanes.round_limit();
-        if limit == 0 || !self.pause_before_round().is_zero() {
+        let full = self.lanes.full();
+        if limit == 0 || !self.quiet_pause_left(&full).is_zero() {
             return Ok(Vec::new());
         }
         let now = self.clock.now();
         // The lease outlives the slowest attempt (the timeout) with room to record it.
         let lease_until = now.plus(self.timeout * 6);
         let limit = u32::try_from(limit).unwrap_or(u32::MAX);
-        let full = self.lanes.full();
         let leased = self.store.lease_due(now, lease_until, limit, &full).await?;
         // Only a round that skipped lanes tells whether others have anything due.
         if !full.is_empty() {
@@ -396,6 +397,10 @@ mod tests {
         assert_eq!(dispatcher.start_due().await.unwrap().len(), 2);
     }
 
+    fn pause_left(dispatcher: &Dispatcher) -> Duration {
+        dispatcher.quiet_pause_left(&dispatcher.lanes.full())
+    }
+
     #[tokio::test]
     async fn behind_a_full_lane_a_round_that_found_nothing_else_pauses_the_next() {
         let application = ApplicationId::from_trusted("app_slow".into());
@@ -411,24 +416,20 @@ mod tests {
         .with_lanes(8, 2);
         let running = dispatcher.start_due().await.unwrap();
         assert_eq!(running.len(), 2);
-        assert_eq!(
-            dispatcher.pause_before_round(),
-            Duration::ZERO,
-            "not yet skipped"
-        );
+        assert_eq!(pause_left(&dispatcher), Duration::ZERO, "not yet skipped");
         // The lane is full and nobody else has anything due: this round finds nothing.
         assert!(dispatcher.start_due().await.unwrap().is_empty());
-        assert_eq!(dispatcher.pause_before_round(), QUIET_SKIPPING_PAUSE);
+        assert_eq!(pause_left(&dispatcher), QUIET_SKIPPING_PAUSE);
         // Meanwhile rounds start nothing without asking the store (asking it would renew the
         // pause from the later time).
         clock.advance(Duration::from_millis(30));
         assert!(dispatcher.start_due().await.unwrap().is_empty());
-        assert_eq!(dispatcher.pause_before_round(), Duration::from_millis(20));
+        assert_eq!(pause_left(&dispatcher), Duration::from_millis(20));
         clock.advance(Duration::from_millis(20));
-        assert_eq!(dispatcher.pause_before_round(), Duration::ZERO);
+        assert_eq!(pause_left(&dispatcher), Duration::ZERO);
         // A lane that frees ends the pause at once.
         drop(running);
-        assert_eq!(dispatcher.pause_before_round(), Duration::ZERO);
+        assert_eq!(pause_left(&dispatcher), Duration::ZERO);
     }
 
     /// A receiver that answers 204 at once.

@@ -130,8 +130,8 @@ mod tests {
     use crate::ports::NextStep;
     use crate::retries::{ManualRetry, RetryAllowance};
 
-    /// Knows deliveries `whd_0` … `whd_9`; counts the writes and their sizes; holds each write
-    /// until told, so that attempts pile up behind it.
+    /// Knows deliveries `whd_0` … `whd_9`; counts the writes and their sizes; yields once in
+    /// each write, so that the other attempts queue up behind it.
     #[derive(Debug, Default)]
     struct Writes {
         sizes: Mutex<Vec<usize>>,
