@@ -398,7 +398,7 @@ async fn call(
 ) -> (u16, serde_json::Value) {
     let response = post_signed(client, endpoint, args, serde_json::to_vec(body).unwrap())
         .await
-        .unwrap_or_else(|error| panic!("{endpoint}: {error}"));
+        .unwrap_or_else(|error| panic!("{endpoint}: {error:?}"));
     let status = response.status().as_u16();
     let bytes = response.bytes().await.unwrap();
     (status, serde_json::from_slice(&bytes).unwrap_or_default())
@@ -437,11 +437,15 @@ async fn prepare_codes(args: &Args, base: &str, run: u16) -> Vec<String> {
     let next = Arc::new(AtomicU64::new(0));
     let wanted = args.codes as u64 + 1;
     let args_shared = Arc::new(args.clone());
+    // One client for all tasks (it is a handle to one pool): building one per task loads the
+    // system's CA bundle each time, and on a busy core the first connections then sat idle
+    // until the server's request timeout answered them 408.
+    let client = reqwest::Client::new();
     let tasks: Vec<_> = (0..args.connections)
         .map(|_| {
             let (args, next, base) = (args_shared.clone(), next.clone(), base.to_owned());
+            let client = client.clone();
             tokio::spawn(async move {
-                let client = reqwest::Client::new();
                 let mut codes = Vec::new();
                 loop {
                     let n = next.fetch_add(1, Ordering::Relaxed);
