@@ -17,9 +17,11 @@
 //! (`load`, `get_result`). Diesel's PostgreSQL `execute` takes the query by reference, and a
 //! reference does not pass the cache decision on, so an executed statement stays unnamed there
 //! (it costs PostgreSQL a parse and a plan, not a round trip). The hottest inserts are therefore
-//! loaded with a `RETURNING` column instead of executed — the replay guard (`insert_absent!`),
-//! the consent session, the outbox, the OAuth token: a fifth of PostgreSQL's CPU per consent
-//! (docs/performance.md, 2026-11-27 third session).
+//! loaded with a `RETURNING` column on PostgreSQL instead of executed — the replay guard
+//! (`insert_absent!`), the consent session, the OAuth token: a fifth of PostgreSQL's CPU per
+//! consent (docs/performance.md, 2026-11-27 third session). On SQLite they stay executed
+//! ([`insert_counted!`]): there `RETURNING` buys nothing and costs a temporary result per
+//! statement (7 % more instructions per token exchange, docs/performance.md, fourth session).
 
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
@@ -64,6 +66,27 @@ impl<Q: Query> Query for Cached<Q> {
 }
 
 impl<Q, Conn> RunQueryDsl<Conn> for Cached<Q> {}
+
+/// Runs the `INSERT` `$insert` on `$conn` (an [`crate::AnyConnection`]) with its prepared
+/// statement kept, and returns how many rows it wrote: executed on SQLite, loaded with
+/// `RETURNING 1` on PostgreSQL (see the module docs for why each).
+macro_rules! insert_counted {
+    ($conn:expr, $insert:expr) => {
+        match $conn {
+            $crate::AnyConnection::Sqlite(c) => {
+                diesel::RunQueryDsl::execute($crate::cached::CacheStatement::cached($insert), c)
+            }
+            $crate::AnyConnection::Postgres(c) => diesel::RunQueryDsl::load::<i32>(
+                $crate::cached::CacheStatement::cached(
+                    $insert.returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
+                ),
+                c,
+            )
+            .map(|inserted| inserted.len()),
+        }
+    };
+}
+pub(crate) use insert_counted;
 
 /// `values` padded to a power-of-two length by repeating its last value, for an `IN (…)` list
 /// of a cached query: a repeated value does not change what the list matches, and the lists'

@@ -153,14 +153,10 @@ impl SessionRepository for DieselSessionStore {
                     .pending_refusal(&flood.pending_expiries, now)
                     .or_else(|| limits.window_refusal(&flood.created_in_window, now));
                 if refused.is_none() {
-                    // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
-                    crate::with_conn!(conn.reborrow(), |c| diesel::insert_into(
-                        consent_sessions::table
-                    )
-                    .values(&row)
-                    .returning(consent_sessions::id)
-                    .cached()
-                    .get_result::<String>(c))?;
+                    crate::cached::insert_counted!(
+                        conn.reborrow(),
+                        diesel::insert_into(consent_sessions::table).values(&row)
+                    )?;
                     write_effects(conn, &effects)?;
                 }
                 Ok(refused)

@@ -12,7 +12,6 @@ use idconsent_oauth::{
 };
 use serde_json::Value;
 
-use crate::cached::CacheStatement;
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::repo::{duplicate_or, find_row, find_where, found, insert_row, unreadable, update_rows};
@@ -254,7 +253,7 @@ fn read_grant_with_session(
 /// The single-use compare-and-set: marks an unspent grant spent, and stores the token issued
 /// from it. `false` when another exchange spent it first.
 fn spend_grant(
-    conn: AnyConnection<'_>,
+    mut conn: AnyConnection<'_>,
     code_id: &str,
     at: i64,
     issued: Option<&IssuedToken>,
@@ -265,18 +264,14 @@ fn spend_grant(
         at,
         token_id: issued.map(|token| token.token_id.as_str()),
     };
-    Ok(crate::with_conn!(conn, |c| {
-        let spent = statement.execute(c)? == 1;
-        if let (true, Some(token)) = (spent, &token) {
-            // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
-            diesel::insert_into(oauth_tokens::table)
-                .values(token)
-                .returning(oauth_tokens::token_id)
-                .cached()
-                .get_result::<String>(c)?;
-        }
-        spent
-    }))
+    let spent = crate::with_conn!(conn.reborrow(), |c| statement.execute(c))? == 1;
+    if let (true, Some(token)) = (spent, &token) {
+        crate::cached::insert_counted!(
+            conn,
+            diesel::insert_into(oauth_tokens::table).values(token)
+        )?;
+    }
+    Ok(spent)
 }
 
 /// `UPDATE oauth_grants SET consumed_at, token_id WHERE code_id AND consumed_at IS NULL`,

@@ -116,18 +116,14 @@ macro_rules! insert_absent {
     ($db:expr, $table:expr, $row:expr) => {{
         let row = $row;
         // One statement: on PostgreSQL it commits alone, without BEGIN/COMMIT round trips.
-        // Loaded, not executed, so that PostgreSQL keeps it prepared (crate::cached).
         $db.write_autocommit(move |conn| {
-            Ok($crate::with_conn!(conn, |c| {
-                $crate::cached::CacheStatement::cached(
-                    diesel::insert_into($table)
-                        .values(&row)
-                        .on_conflict_do_nothing()
-                        .returning(diesel::dsl::sql::<diesel::sql_types::Integer>("1")),
-                )
-                .load::<i32>(c)
-                .map(|inserted| inserted.len() == 1)
-            })?)
+            let inserted = $crate::cached::insert_counted!(
+                conn,
+                diesel::insert_into($table)
+                    .values(&row)
+                    .on_conflict_do_nothing()
+            )?;
+            Ok(inserted == 1)
         })
     }};
 }
