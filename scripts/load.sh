@@ -39,6 +39,11 @@
 #        NODES=2 (with POSTGRES_URL: a second server process on the same database, pinned to
 #        SECOND_CPU=1 with its own data directory and the same master key; loadgen spreads its
 #        connections over both; CPU per request and peak RSS are reported for both processes)
+#        CALLGRIND=1 (the server runs under valgrind's callgrind, instrumented over the measured
+#        window alone, and the run prints "instructions per request": a count that does not
+#        drift with the machine's speed or its neighbours, for A/B of small changes; that run's
+#        throughput and CPU mean nothing. Background workers run on the wall clock, so their
+#        share per request is inflated 30–50×: compare like with like, CODES=2500 DURATION=12.)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -99,10 +104,16 @@ else
   DATABASE_URL=sqlite://$DATA/idconsent.db
   echo "==> starting idconsent on core $SERVER_CPU (IDC_HTTP_WORKERS=$IDC_HTTP_WORKERS), SQLite in $DATA"
 fi
+SERVER_WRAP=()
+READY_TRIES=100
+if [ "${CALLGRIND:-0}" = 1 ]; then
+  SERVER_WRAP=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$DATA/callgrind.out")
+  READY_TRIES=3000
+fi
 IDC_IDENTITY_MODELS_DIR=${IDC_IDENTITY_MODELS_DIR:-$PWD/data/models} IDC_MODE=dev IDC_DATA_DIR=$DATA IDC_DATABASE_URL=$DATABASE_URL IDC_BIND=127.0.0.1:$PORT \
-  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "$SERVER_BIN" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
+  IDC_LOG_FORMAT=json taskset -c "$SERVER_CPU" "${SERVER_WRAP[@]}" "$SERVER_BIN" serve 2>"${SERVER_LOG:-$DATA/server.log}" &
 SERVER_PID=$!
-for _ in $(seq 1 100); do
+for _ in $(seq 1 "$READY_TRIES"); do
   curl -sf "$B/readyz" >/dev/null 2>&1 && break
   sleep 0.1
 done
@@ -204,6 +215,7 @@ for connections in $CONNECTIONS; do
     --client-id "$CLIENT_ID" --connections "$connections" --duration "$DURATION" --run "$run" \
     --warmup "$WARMUP" --scenario "$SCENARIO" --codes "$CODES" "${CALLBACK_ARGS[@]}" "${ALSO_URL[@]}" \
     --server-pid "$SERVER_PID" ${SECOND_PID:+--server-pid "$SECOND_PID"} "${DATABASE_PIDS[@]}" \
+    ${SERVER_WRAP[0]:+--window-hook "$PWD/scripts/callgrind-window.sh $SERVER_PID"} \
     | tee "$DATA/run-$run.txt"
   ticks_after=$(server_cpu_ticks)
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -212,6 +224,12 @@ for connections in $CONNECTIONS; do
   requests=$(sed -n 's/^requests \([0-9]*\):.*/\1/p' "$DATA/run-$run.txt")
   if [ -n "$requests" ] && [ "$requests" -gt 0 ]; then
     echo "server CPU: $(( (ticks_after - ticks_before) * 1000000 / $(getconf CLK_TCK) / requests )) µs per request (upper bound, all processes); peak RSS: $(peak_rss) during the run (before it: $hwm_before)"
+    if [ -n "${SERVER_WRAP[0]:-}" ]; then
+      # The window's dump is the newest callgrind.out.<n>.
+      dump=$(ls -t "$DATA"/callgrind.out.* 2>/dev/null | head -1)
+      total=$(callgrind_annotate "$dump" 2>/dev/null | sed -n 's/^ *\([0-9,]*\) .*PROGRAM TOTALS.*/\1/p' | tr -d ,)
+      echo "instructions per request (callgrind, measured window): $(( ${total:-0} / requests ))"
+    fi
   fi
   run=$((run + 1))
   # Let the webhook backlog of this run drain before the next one.

@@ -116,10 +116,30 @@ struct Args {
     /// Database processes (PostgreSQL's backends and workers) counted the same way.
     #[arg(long)]
     database_pid: Vec<u32>,
+    /// A command run with `on` when the measured window opens and `off` when it closes, after
+    /// the words given here (e.g. `scripts/callgrind-window.sh <pid>`: instructions are then
+    /// counted over the window alone).
+    #[arg(long)]
+    window_hook: Option<String>,
     /// Three digits that start every recipient (`+1555<run><7-digit counter>`), so several runs
     /// against one database never put more than one session on a recipient.
     #[arg(long)]
     run: Option<u16>,
+}
+
+/// Runs `--window-hook` with `state` appended; a hook that fails is reported, not fatal.
+fn run_window_hook(hook: &Option<String>, state: &str) {
+    let Some(hook) = hook else { return };
+    let mut words = hook.split_whitespace();
+    let Some(program) = words.next() else { return };
+    match std::process::Command::new(program)
+        .args(words)
+        .arg(state)
+        .status()
+    {
+        Ok(status) if status.success() => {}
+        outcome => eprintln!("window hook `{hook} {state}` failed: {outcome:?}"),
+    }
 }
 
 fn now_millis() -> i64 {
@@ -317,6 +337,7 @@ async fn main() {
         .collect();
     tokio::time::sleep(Duration::from_secs_f64(args.warmup)).await;
     let received_before = received.load(Ordering::Relaxed);
+    run_window_hook(&args.window_hook, "on");
     measuring.store(true, Ordering::Relaxed);
     let cpu_before = report::cpu_ticks(&args.server_pid);
     let database_before = report::cpu_ticks(&args.database_pid);
@@ -327,6 +348,7 @@ async fn main() {
         tokio::time::sleep(Duration::from_millis(10).min(deadline - Instant::now())).await;
     }
     measuring.store(false, Ordering::Relaxed);
+    run_window_hook(&args.window_hook, "off");
     let cpu_after = report::cpu_ticks(&args.server_pid);
     let database_after = report::cpu_ticks(&args.database_pid);
     let elapsed = started.elapsed().as_secs_f64();
