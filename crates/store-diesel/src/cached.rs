@@ -21,7 +21,8 @@
 //! (`insert_absent!`), the consent session, the OAuth token: a fifth of PostgreSQL's CPU per
 //! consent (docs/performance.md, 2026-11-27 third session). On SQLite they stay executed
 //! ([`insert_counted!`]): there `RETURNING` buys nothing and costs a temporary result per
-//! statement (7 % more instructions per token exchange, docs/performance.md, fourth session).
+//! statement (the replay guard's and the token's inserts took 31 k more instructions, 5 % of a
+//! token exchange: docs/performance.md, 2026-11-27 fourth session).
 
 use diesel::backend::Backend;
 use diesel::query_builder::{AstPass, Query, QueryFragment, QueryId};
