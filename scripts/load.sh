@@ -107,6 +107,7 @@ fi
 SERVER_WRAP=()
 READY_TRIES=100
 if [ "${CALLGRIND:-0}" = 1 ]; then
+  command -v callgrind_control >/dev/null || { echo "CALLGRIND=1 needs valgrind (Debian: apt-get install valgrind)" >&2; exit 2; }
   SERVER_WRAP=(valgrind --tool=callgrind --instr-atstart=no --callgrind-out-file="$DATA/callgrind.out")
   READY_TRIES=3000
 fi
