@@ -6,14 +6,7 @@ use super::*;
 
 pub async fn attempts_are_recorded_in_order_and_steps_applied(store: Arc<dyn DeliveryStore>) {
     let application = app();
-    let event = outbox(
-        &application,
-        Environment::Sandbox,
-        at(0),
-        &["https://a.example/"],
-    );
-    let id = event.destinations[0].delivery_id.clone();
-    store.enqueue(&[event]).await.unwrap();
+    let id = enqueued_delivery(&store, &application, Environment::Sandbox).await;
     let failed = Attempt {
         at: at(1),
         status_code: Some(500),
@@ -141,14 +134,7 @@ pub async fn a_batch_of_attempts_is_recorded_in_one_write(store: Arc<dyn Deliver
 
 pub async fn retry_now_makes_any_delivery_due_again(store: Arc<dyn DeliveryStore>) {
     let application = app();
-    let event = outbox(
-        &application,
-        Environment::Live,
-        at(0),
-        &["https://a.example/"],
-    );
-    let id = event.destinations[0].delivery_id.clone();
-    store.enqueue(&[event]).await.unwrap();
+    let id = enqueued_delivery(&store, &application, Environment::Live).await;
     store
         .record_attempt(
             &id,
@@ -250,14 +236,7 @@ async fn failed_delivery(
     store: &Arc<dyn DeliveryStore>,
     application: &ApplicationId,
 ) -> DeliveryId {
-    let event = outbox(
-        application,
-        Environment::Live,
-        at(0),
-        &["https://a.example/"],
-    );
-    let id = event.destinations[0].delivery_id.clone();
-    store.enqueue(&[event]).await.unwrap();
+    let id = enqueued_delivery(store, application, Environment::Live).await;
     let failed = Attempt {
         at: at(1),
         status_code: Some(500),

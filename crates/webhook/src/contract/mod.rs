@@ -90,6 +90,19 @@ fn outbox(
     )
 }
 
+/// One event with one destination (`https://a.example/`), created at 0 and enqueued; its
+/// delivery's id.
+async fn enqueued_delivery(
+    store: &Arc<dyn DeliveryStore>,
+    application: &ApplicationId,
+    environment: Environment,
+) -> DeliveryId {
+    let event = outbox(application, environment, at(0), &["https://a.example/"]);
+    let id = event.destinations[0].delivery_id.clone();
+    store.enqueue(&[event]).await.unwrap();
+    id
+}
+
 fn ok_attempt(at: Timestamp) -> Attempt {
     Attempt {
         at,
@@ -286,14 +299,7 @@ pub async fn lease_returns_due_pending_deliveries_once(store: Arc<dyn DeliverySt
 
 pub async fn an_expired_lease_makes_the_delivery_due_again(store: Arc<dyn DeliveryStore>) {
     let application = app();
-    let event = outbox(
-        &application,
-        Environment::Sandbox,
-        at(0),
-        &["https://a.example/"],
-    );
-    let id = event.destinations[0].delivery_id.clone();
-    store.enqueue(&[event]).await.unwrap();
+    let id = enqueued_delivery(&store, &application, Environment::Sandbox).await;
     assert!(
         store
             .lease_due(at(0), at(30_000), 10, &[])
