@@ -2,20 +2,23 @@
 //! transaction.
 
 use async_trait::async_trait;
+use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use idconsent_consent::ports::CreateError;
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Text};
+use idconsent_consent::ports::{CreateError, CreateRefused};
 use idconsent_consent::{
     FloodLimits, Session, SessionRepository, SessionStatus, StoreError, Transaction,
 };
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{Currency, Environment, Intent, Money, PhoneNumber, Timestamp};
-use idconsent_webhook::{Effects, Outbox};
+use idconsent_webhook::{DeliveryStatus, Effects, Outbox};
 
 use crate::cached::CacheStatement;
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
+use crate::one_call::{ChargeArrays, OutboxArrays, bind_charges, bind_outbox};
 use crate::schema::consent_sessions;
-use crate::usage::{quota_exceeded, write_effects};
+use crate::usage::{quota_exceeded, raised_quota, write_effects};
 use crate::webhook::write_outbox;
 
 #[derive(Debug, Clone)]
@@ -142,24 +145,13 @@ impl SessionRepository for DieselSessionStore {
         let effects = effects.clone();
         let charges = effects.charges.clone();
         let limits = *limits;
-        let lock = recipient_lock(&row);
+        // One statement on PostgreSQL, so no transaction of its own; SQLite's writer runs the
+        // statements in its transaction, its single writer serialising the flood reads.
         let refused = self
             .db
-            .write_locked(lock, move |mut conn| {
-                let now_ms = now.as_millis();
-                let window_start = limits.window_start(now).as_millis();
-                let flood = recipient_flood(conn.reborrow(), &row, now_ms, window_start)?;
-                let refused = limits
-                    .pending_refusal(&flood.pending_expiries, now)
-                    .or_else(|| limits.window_refusal(&flood.created_in_window, now));
-                if refused.is_none() {
-                    crate::cached::insert_counted!(
-                        conn.reborrow(),
-                        diesel::insert_into(consent_sessions::table).values(&row)
-                    )?;
-                    write_effects(conn, &effects)?;
-                }
-                Ok(refused)
+            .write_autocommit(move |conn| match conn {
+                AnyConnection::Postgres(c) => create_in_one_call(c, &row, &effects, &limits, now),
+                sqlite => create_in_statements(sqlite, &row, &effects, &limits, now),
             })
             .await
             .map_err(|error| match quota_exceeded(&error, &charges) {
@@ -278,6 +270,108 @@ impl SessionRepository for DieselSessionStore {
             })
             .await
             .map_err(unavailable)
+    }
+}
+
+/// Creates the session on SQLite: the flood read, the verdict, the session and its effects, in
+/// the caller's transaction.
+fn create_in_statements(
+    mut conn: AnyConnection<'_>,
+    row: &SessionRow,
+    effects: &Effects,
+    limits: &FloodLimits,
+    now: Timestamp,
+) -> Result<Option<CreateRefused>, DbError> {
+    let now_ms = now.as_millis();
+    let window_start = limits.window_start(now).as_millis();
+    let flood = recipient_flood(conn.reborrow(), row, now_ms, window_start)?;
+    let refused = limits
+        .pending_refusal(&flood.pending_expiries, now)
+        .or_else(|| limits.window_refusal(&flood.created_in_window, now));
+    if refused.is_none() {
+        crate::cached::insert_counted!(
+            conn.reborrow(),
+            diesel::insert_into(consent_sessions::table).values(row)
+        )?;
+        write_effects(conn, effects)?;
+    }
+    Ok(refused)
+}
+
+/// What `idc_create_consent_session` answers: whether it created the session, and the flood
+/// read it judged by (as [`RecipientFlood`], in milliseconds).
+#[derive(QueryableByName)]
+struct OneCallVerdict {
+    #[diesel(sql_type = Bool)]
+    created: bool,
+    #[diesel(sql_type = Array<BigInt>)]
+    pending_expiries: Vec<i64>,
+    #[diesel(sql_type = Array<BigInt>)]
+    created_in_window: Vec<i64>,
+}
+
+const CREATE_IN_ONE_CALL: &str = "SELECT created, pending_expiries, created_in_window \
+    FROM idc_create_consent_session($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+    $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
+    $32, $33, $34)";
+
+/// Creates the session on PostgreSQL in one round trip and one transaction:
+/// `idc_create_consent_session` (migration 000084, ADR 0034) takes the recipient's advisory
+/// lock, reads the flood counts under it, and inserts the session with its charges and outbox
+/// when both counts are under their limits (`count < limit`, the arithmetic of
+/// [`FloodLimits`]). The refusal is then named by the consent crate's rules from what it read.
+fn create_in_one_call(
+    c: &mut PgConnection,
+    row: &SessionRow,
+    effects: &Effects,
+    limits: &FloodLimits,
+    now: Timestamp,
+) -> Result<Option<CreateRefused>, DbError> {
+    debug_assert_eq!(row.status, SessionStatus::Pending.as_str());
+    let limit = |count: u32| i32::try_from(count).unwrap_or(i32::MAX);
+    let query = diesel::sql_query(CREATE_IN_ONE_CALL)
+        .bind::<Text, _>(recipient_lock(row))
+        .bind::<BigInt, _>(now.as_millis())
+        .bind::<BigInt, _>(limits.window_start(now).as_millis())
+        .bind::<Integer, _>(limit(limits.pending_per_application))
+        .bind::<Integer, _>(limit(limits.per_window))
+        .bind::<Text, _>(SessionStatus::Pending.as_str())
+        .bind::<Text, _>(DeliveryStatus::Pending.as_str())
+        .bind::<Text, _>(&row.id)
+        .bind::<Text, _>(&row.application_id)
+        .bind::<Text, _>(&row.client_id)
+        .bind::<Text, _>(&row.environment)
+        .bind::<Text, _>(&row.recipient)
+        .bind::<Text, _>(&row.intent)
+        .bind::<Text, _>(&row.transaction_type)
+        .bind::<Text, _>(&row.transaction_description)
+        .bind::<BigInt, _>(row.amount_minor)
+        .bind::<Text, _>(&row.currency)
+        .bind::<Text, _>(&row.payee)
+        .bind::<Text, _>(&row.callback_url)
+        .bind::<BigInt, _>(row.created_at)
+        .bind::<BigInt, _>(row.expires_at);
+    let query = bind_outbox!(query, OutboxArrays::new(&effects.outbox));
+    let verdict = bind_charges!(query, ChargeArrays::new(&effects.charges))
+        .cached()
+        .get_result::<OneCallVerdict>(c)
+        .map_err(|error| raised_quota(error.into()))?;
+    let times = |millis: Vec<i64>| -> Vec<Timestamp> {
+        millis.into_iter().map(Timestamp::from_millis).collect()
+    };
+    let refused = limits
+        .pending_refusal(&times(verdict.pending_expiries), now)
+        .or_else(|| limits.window_refusal(&times(verdict.created_in_window), now));
+    match (verdict.created, refused) {
+        (true, None) => Ok(None),
+        (false, Some(refused)) => Ok(Some(refused)),
+        // Only if the function's arithmetic drifts from FloodLimits (a contract case would
+        // fail first). Created: it is committed, so say so; refused: nothing was written.
+        (true, Some(_)) => {
+            tracing::error!(session = %row.id, "flood verdicts disagree: the session was created");
+            Ok(None)
+        }
+        (false, None) => Err(DbError::Rollback("flood verdicts disagree")),
     }
 }
 

@@ -25,6 +25,7 @@ mod migrations;
 mod notification;
 mod oauth;
 mod oauth_keys;
+mod one_call;
 mod qrcode;
 mod repo;
 mod reseal;

@@ -12,6 +12,7 @@ use idconsent_oauth::{
 };
 use serde_json::Value;
 
+use crate::cached::CacheStatement;
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::repo::{duplicate_or, find_row, find_where, found, insert_row, unreadable, update_rows};
@@ -264,6 +265,9 @@ fn spend_grant(
         at,
         token_id: issued.map(|token| token.token_id.as_str()),
     };
+    if let (AnyConnection::Postgres(c), Some(token)) = (&mut conn, &token) {
+        return spend_and_store_token(c, &statement, token);
+    }
     let spent = crate::with_conn!(conn.reborrow(), |c| statement.execute(c))? == 1;
     if let (true, Some(token)) = (spent, &token) {
         crate::cached::insert_counted!(
@@ -272,6 +276,48 @@ fn spend_grant(
         )?;
     }
     Ok(spent)
+}
+
+/// [`SpendGrant`] and the token's insert in one statement, for PostgreSQL: one round trip, and
+/// atomic on its own, so the exchange needs no transaction there (ADR 0034). The token is
+/// inserted only from the grant's row the update returns.
+const SPEND_AND_STORE_TOKEN: &str = "WITH spent AS (UPDATE oauth_grants \
+    SET consumed_at = $1, token_id = $2 WHERE code_id = $3 AND consumed_at IS NULL \
+    RETURNING code_id) \
+    INSERT INTO oauth_tokens (token_id, application_id, client_id, environment, subject, scopes, \
+    claims, issued_at, expires_at, revoked_at) \
+    SELECT $2, $4, $5, $6, $7, $8, $9, $10, $11, $12 FROM spent RETURNING 1 AS stored";
+
+#[derive(QueryableByName)]
+struct Stored {
+    #[diesel(sql_type = diesel::sql_types::Integer)]
+    #[allow(dead_code)]
+    stored: i32,
+}
+
+fn spend_and_store_token(
+    c: &mut diesel::PgConnection,
+    spend: &SpendGrant<'_>,
+    token: &TokenRow,
+) -> Result<bool, DbError> {
+    use diesel::sql_types::{BigInt, Nullable, Text};
+    let stored = diesel::sql_query(SPEND_AND_STORE_TOKEN)
+        .bind::<BigInt, _>(spend.at)
+        .bind::<Text, _>(&token.token_id)
+        .bind::<Text, _>(spend.code_id)
+        .bind::<Text, _>(&token.application_id)
+        .bind::<Text, _>(&token.client_id)
+        .bind::<Text, _>(&token.environment)
+        .bind::<Text, _>(&token.subject)
+        .bind::<Text, _>(&token.scopes)
+        .bind::<Text, _>(&token.claims)
+        .bind::<BigInt, _>(token.issued_at)
+        .bind::<BigInt, _>(token.expires_at)
+        .bind::<Nullable<BigInt>, _>(token.revoked_at)
+        .cached()
+        // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
+        .load::<Stored>(c)?;
+    Ok(!stored.is_empty())
 }
 
 /// `UPDATE oauth_grants SET consumed_at, token_id WHERE code_id AND consumed_at IS NULL`,
@@ -354,8 +400,12 @@ impl OAuthRepository for DieselOAuthStore {
         decide: Decide,
     ) -> Result<Redemption, StoreError> {
         let id = code_id.to_owned();
+        // No transaction of its own on PostgreSQL: a read, then one write that is atomic on its
+        // own (the compare-and-set with the token) — or, on reuse, a read and one revocation.
+        // A transaction would add two round trips and no safety: under READ COMMITTED it does
+        // not hold the grant read, the compare-and-set is what makes the code single-use.
         self.db
-            .write(move |mut conn| {
+            .write_autocommit(move |mut conn| {
                 let found = match read_grant_with_session(conn.reborrow(), &id) {
                     Ok(Some(found)) => found,
                     Ok(None) => return Ok(Ok(Redemption::Untouched)),

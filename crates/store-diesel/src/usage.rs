@@ -44,13 +44,41 @@ pub(crate) fn quota_exceeded(error: &DbError, charges: &[Charge]) -> Option<Quot
         })
 }
 
+/// The rollback of a charge of `metric` (its name) at its limit, as PostgreSQL's one-call
+/// functions report it.
+fn quota_rollback(metric: &str) -> DbError {
+    DbError::Rollback(Metric::parse(metric).map_or("quota exceeded", quota_tag))
+}
+
+/// `error` as [`apply_charges`] would have reported it, when it is a PostgreSQL function's
+/// `RAISE 'quota exceeded: <metric>'`: the call was undone, and [`quota_exceeded`] names it.
+pub(crate) fn raised_quota(error: DbError) -> DbError {
+    if let DbError::Query(diesel::result::Error::DatabaseError(_, info)) = &error
+        && let Some(metric) = info.message().strip_prefix("quota exceeded: ")
+        && Metric::parse(metric).is_some()
+    {
+        return quota_rollback(metric);
+    }
+    error
+}
+
 /// Counts each charge, inside the caller's transaction. A charge at its limit fails the whole
 /// transaction (see [`quota_exceeded`]). The counter row is created on first use; the
-/// conditional update is the limit check, so concurrent writers cannot pass it together.
-pub(crate) fn apply_charges(
-    mut conn: AnyConnection<'_>,
-    charges: &[Charge],
-) -> Result<(), DbError> {
+/// conditional update is the limit check, so concurrent writers cannot pass it together. On
+/// PostgreSQL the same statements run in `idc_apply_charges`, one round trip for all charges.
+pub(crate) fn apply_charges(conn: AnyConnection<'_>, charges: &[Charge]) -> Result<(), DbError> {
+    if charges.is_empty() {
+        return Ok(());
+    }
+    let c = match conn {
+        AnyConnection::Postgres(c) => {
+            return match crate::one_call::apply_charges(c, charges)? {
+                Some(metric) => Err(quota_rollback(&metric)),
+                None => Ok(()),
+            };
+        }
+        AnyConnection::Sqlite(c) => c,
+    };
     for charge in charges {
         let period = charge.period.to_string();
         let key = (
@@ -65,22 +93,20 @@ pub(crate) fn apply_charges(
         let limit = charge
             .limit
             .map(|limit| i64::try_from(limit).unwrap_or(i64::MAX));
-        let counted = crate::with_conn!(conn.reborrow(), |c| {
-            diesel::insert_into(usage_counters::table)
-                .values((key, usage_counters::used.eq(0i64)))
-                .on_conflict_do_nothing()
-                .execute(c)?;
-            match limit {
-                Some(limit) => diesel::update(counter.filter(usage_counters::used.lt(limit)))
-                    .set(usage_counters::used.eq(usage_counters::used + 1i64))
-                    .cached()
-                    .execute(c)?,
-                None => diesel::update(counter)
-                    .set(usage_counters::used.eq(usage_counters::used + 1i64))
-                    .cached()
-                    .execute(c)?,
-            }
-        });
+        diesel::insert_into(usage_counters::table)
+            .values((key, usage_counters::used.eq(0i64)))
+            .on_conflict_do_nothing()
+            .execute(c)?;
+        let counted = match limit {
+            Some(limit) => diesel::update(counter.filter(usage_counters::used.lt(limit)))
+                .set(usage_counters::used.eq(usage_counters::used + 1i64))
+                .cached()
+                .execute(c)?,
+            None => diesel::update(counter)
+                .set(usage_counters::used.eq(usage_counters::used + 1i64))
+                .cached()
+                .execute(c)?,
+        };
         if counted == 0 {
             return Err(DbError::Rollback(quota_tag(charge.metric)));
         }

@@ -5,12 +5,12 @@ use std::collections::HashMap;
 
 use async_trait::async_trait;
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Binary, Integer, Nullable, Text};
+use diesel::sql_types::{Array, BigInt, Integer, Nullable, Text};
 use idconsent_kernel::id::{ApplicationId, DeliveryId, EventId, TypedId};
 use idconsent_kernel::{Environment, Page, PageRequest, Timestamp};
 use idconsent_webhook::{
-    Attempt, AttemptRecord, Delivery, DeliveryStatus, DeliveryStore, Destination, EventType,
-    ManualRetries, ManualRetry, NextStep, Outbox, RetryAllowance, StoreError,
+    Attempt, AttemptRecord, Delivery, DeliveryStatus, DeliveryStore, EventType, ManualRetries,
+    ManualRetry, NextStep, Outbox, RetryAllowance, StoreError,
 };
 
 use crate::cached::{CacheStatement, in_list};
@@ -39,30 +39,11 @@ pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result
     if outbox.is_empty() {
         return Ok(());
     }
-    let deliveries: Vec<(&Outbox, &Destination)> = outbox
-        .iter()
-        .flat_map(|entry| entry.destinations.iter().map(move |d| (entry, d)))
-        .collect();
-    let pending = DeliveryStatus::Pending.as_str();
     match conn {
-        // Events and deliveries in one statement (one round trip), whatever their number.
-        AnyConnection::Postgres(c) => {
-            diesel::sql_query(WRITE_OUTBOX)
-                .bind::<Array<Text>, _>(column(outbox, |e| e.event.id.as_str()))
-                .bind::<Array<Text>, _>(column(outbox, |e| e.event.event_type.as_str()))
-                .bind::<Array<Text>, _>(column(outbox, |e| e.event.application_id.as_str()))
-                .bind::<Array<Text>, _>(column(outbox, |e| e.event.environment.as_str()))
-                .bind::<Array<Binary>, _>(column(outbox, |e| e.body.as_slice()))
-                .bind::<Array<BigInt>, _>(column(outbox, |e| e.event.created_at.as_millis()))
-                .bind::<Array<Text>, _>(column(&deliveries, |(_, d)| d.delivery_id.as_str()))
-                .bind::<Array<Text>, _>(column(&deliveries, |(e, _)| e.event.id.as_str()))
-                .bind::<Array<Text>, _>(column(&deliveries, |(_, d)| d.url.as_str()))
-                .bind::<Text, _>(pending)
-                .cached()
-                // Loaded, not executed: PostgreSQL then keeps it prepared (crate::cached).
-                .load::<FoundDelivery>(c)?;
-        }
+        // Events and deliveries in one round trip, whatever their number.
+        AnyConnection::Postgres(c) => crate::one_call::write_outbox(c, outbox)?,
         AnyConnection::Sqlite(c) => {
+            let pending = DeliveryStatus::Pending.as_str();
             for entry in outbox {
                 let event = &entry.event;
                 diesel::insert_into(webhook_events::table)
@@ -76,6 +57,9 @@ pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result
                     ))
                     .execute(c)?;
             }
+            let deliveries = outbox
+                .iter()
+                .flat_map(|entry| entry.destinations.iter().map(move |d| (entry, d)));
             for (entry, destination) in deliveries {
                 let event = &entry.event;
                 diesel::insert_into(webhook_deliveries::table)
@@ -101,19 +85,6 @@ pub(crate) fn write_outbox(conn: AnyConnection<'_>, outbox: &[Outbox]) -> Result
 fn column<'a, T, U>(items: &'a [T], f: impl Fn(&'a T) -> U) -> Vec<U> {
     items.iter().map(f).collect()
 }
-
-/// Inserts events ($1–$6, one array each) and their deliveries ($7–$9), pending ($10) and due
-/// when their event was created. The deliveries take their event's application, environment
-/// and time from the events inserted beside them.
-const WRITE_OUTBOX: &str = "WITH events AS (\
-    INSERT INTO webhook_events (id, event_type, application_id, environment, body, created_at) \
-    SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[], $6::bigint[]) \
-    RETURNING id, application_id, environment, created_at) \
-    INSERT INTO webhook_deliveries \
-    (id, event_id, application_id, environment, url, status, next_attempt_at, created_at) \
-    SELECT d.id, d.event_id, e.application_id, e.environment, d.url, $10, e.created_at, e.created_at \
-    FROM unnest($7::text[], $8::text[], $9::text[]) AS d(id, event_id, url) \
-    JOIN events e ON e.id = d.event_id RETURNING id AS delivery_id";
 
 #[derive(Debug, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = webhook_deliveries)]

@@ -1,0 +1,3 @@
+DROP FUNCTION idc_create_consent_session;
+DROP FUNCTION idc_apply_charges;
+DROP FUNCTION idc_write_outbox;
