@@ -1,10 +1,12 @@
 //! Consent sessions on diesel. Each change is written with its webhook outbox in one
 //! transaction.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use diesel::pg::PgConnection;
 use diesel::prelude::*;
-use diesel::sql_types::{Array, BigInt, Bool, Integer, Text};
+use diesel::sql_types::{Array, BigInt, Bool, Integer, Nullable, Text};
 use idconsent_consent::ports::{CreateError, CreateRefused};
 use idconsent_consent::{
     FloodLimits, Session, SessionRepository, SessionStatus, StoreError, Transaction,
@@ -14,21 +16,26 @@ use idconsent_kernel::{Currency, Environment, Intent, Money, PhoneNumber, Timest
 use idconsent_webhook::{DeliveryStatus, Effects, Outbox};
 
 use crate::cached::CacheStatement;
-use crate::db::{AnyConnection, Db};
+use crate::db::{AnyConnection, Batcher, Db};
 use crate::error::DbError;
 use crate::one_call::{ChargeArrays, OutboxArrays, bind_charges, bind_outbox};
 use crate::schema::consent_sessions;
-use crate::usage::{quota_exceeded, raised_quota, write_effects};
+use crate::usage::{quota_exceeded, quota_rollback, write_effects};
 use crate::webhook::write_outbox;
 
 #[derive(Debug, Clone)]
 pub struct DieselSessionStore {
     db: Db,
+    /// On PostgreSQL, the creates arriving together, as one call and one commit (ADR 0035).
+    creates: Option<Arc<Batcher<NewSession, BatchVerdict>>>,
 }
 
 impl DieselSessionStore {
     pub fn new(db: Db) -> Self {
-        Self { db }
+        let creates = db
+            .batcher("consents", CREATES_PER_BATCH, Box::new(create_batch))
+            .map(Arc::new);
+        Self { db, creates }
     }
 }
 
@@ -142,25 +149,40 @@ impl SessionRepository for DieselSessionStore {
         now: Timestamp,
     ) -> Result<(), CreateError> {
         let row = SessionRow::from_session(session);
-        let effects = effects.clone();
         let charges = effects.charges.clone();
-        let limits = *limits;
-        // One statement on PostgreSQL, so no transaction of its own; SQLite's writer runs the
-        // statements in its transaction, its single writer serialising the flood reads.
-        let refused = self
-            .db
-            .write_autocommit(move |conn| match conn {
-                AnyConnection::Postgres(c) => create_in_one_call(c, &row, &effects, &limits, now),
-                sqlite => create_in_statements(sqlite, &row, &effects, &limits, now),
+        let quota_or_store = |error: DbError| match quota_exceeded(&error, &charges) {
+            Some(quota) => CreateError::Quota(quota),
+            None => CreateError::Store(unavailable(error)),
+        };
+        let Some(batch) = &self.creates else {
+            // SQLite (its writer serialises), or PostgreSQL without its batch thread: the
+            // statements in a transaction holding the recipient's lock.
+            let (effects, limits) = (effects.clone(), *limits);
+            let refused = self
+                .db
+                .write_locked(recipient_lock(&row), move |conn| {
+                    create_in_statements(conn, &row, &effects, &limits, now)
+                })
+                .await
+                .map_err(quota_or_store)?;
+            return refused.map_or(Ok(()), |refused| Err(CreateError::Refused(refused)));
+        };
+        let verdict = batch
+            .call(NewSession {
+                row,
+                effects: effects.clone(),
+                limits: *limits,
+                now,
             })
             .await
-            .map_err(|error| match quota_exceeded(&error, &charges) {
-                Some(quota) => CreateError::Quota(quota),
-                None => CreateError::Store(unavailable(error)),
-            })?;
-        match refused {
-            Some(refused) => Err(CreateError::Refused(refused)),
-            None => Ok(()),
+            .map_err(|error| CreateError::Store(unavailable(error)))?;
+        if let Some(metric) = &verdict.exceeded {
+            return Err(quota_or_store(quota_rollback(metric)));
+        }
+        match judge(&verdict, limits, now) {
+            Ok(None) => Ok(()),
+            Ok(Some(refused)) => Err(CreateError::Refused(refused)),
+            Err(error) => Err(CreateError::Store(unavailable(error))),
         }
     }
 
@@ -298,77 +320,132 @@ fn create_in_statements(
     Ok(refused)
 }
 
-/// What `idc_create_consent_session` answers: whether it created the session, and the flood
-/// read it judged by (as [`RecipientFlood`], in milliseconds).
+/// A create waiting for the next batch (PostgreSQL).
+pub(crate) struct NewSession {
+    row: SessionRow,
+    effects: Effects,
+    limits: FloodLimits,
+    now: Timestamp,
+}
+
+/// Creates written together at most: one call, its arrays a few kilobytes per create.
+const CREATES_PER_BATCH: usize = 64;
+
+/// What `idc_create_consent_sessions` answers for one create of its batch.
 #[derive(QueryableByName)]
-struct OneCallVerdict {
+pub(crate) struct BatchVerdict {
+    /// The create's position in its batch, from 1.
+    #[diesel(sql_type = Integer)]
+    item: i32,
     #[diesel(sql_type = Bool)]
     created: bool,
+    /// The flood read it was judged by, as [`RecipientFlood`] in milliseconds.
     #[diesel(sql_type = Array<BigInt>)]
     pending_expiries: Vec<i64>,
     #[diesel(sql_type = Array<BigInt>)]
     created_in_window: Vec<i64>,
+    /// The metric of a charge at its limit: the session was not created.
+    #[diesel(sql_type = Nullable<Text>)]
+    exceeded: Option<String>,
 }
 
-const CREATE_IN_ONE_CALL: &str = "SELECT created, pending_expiries, created_in_window \
-    FROM idc_create_consent_session($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
+const CREATE_BATCH: &str = "SELECT item, created, pending_expiries, created_in_window, exceeded \
+    FROM idc_create_consent_sessions($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, \
     $14, $15, $16, $17, $18, $19, $20, $21, $22, $23, $24, $25, $26, $27, $28, $29, $30, $31, \
-    $32, $33, $34)";
+    $32, $33, $34, $35, $36)";
 
-/// Creates the session on PostgreSQL in one round trip and one transaction:
-/// `idc_create_consent_session` (migration 000084, ADR 0034) takes the recipient's advisory
-/// lock, reads the flood counts under it, and inserts the session with its charges and outbox
-/// when both counts are under their limits (`count < limit`, the arithmetic of
-/// [`FloodLimits`]). The refusal is then named by the consent crate's rules from what it read.
-fn create_in_one_call(
+/// Creates a batch of sessions on PostgreSQL in one call and one transaction:
+/// `idc_create_consent_sessions` (migration 000084, ADRs 0034 and 0035) takes every
+/// recipient's advisory lock, then judges each create in order by its flood counts
+/// (`count < limit`, the arithmetic of [`FloodLimits`]) and writes the admitted sessions with
+/// their charges and outboxes. Answers in the batch's order.
+fn create_batch(
     c: &mut PgConnection,
-    row: &SessionRow,
-    effects: &Effects,
+    batch: Vec<NewSession>,
+) -> Result<Vec<BatchVerdict>, DbError> {
+    let column = |f: &dyn Fn(&NewSession) -> &str| batch.iter().map(f).collect::<Vec<&str>>();
+    let number = |f: &dyn Fn(&NewSession) -> i64| batch.iter().map(f).collect::<Vec<i64>>();
+    let limit = |count: u32| i32::try_from(count).unwrap_or(i32::MAX);
+    // Each outbox entry and charge names its create's position (from 1).
+    let positions = |count: &dyn Fn(&NewSession) -> usize| -> Vec<i32> {
+        (1..)
+            .zip(&batch)
+            .flat_map(|(position, new)| std::iter::repeat_n(position, count(new)))
+            .collect()
+    };
+    let query = diesel::sql_query(CREATE_BATCH)
+        .bind::<Array<Text>, _>(
+            batch
+                .iter()
+                .map(|n| recipient_lock(&n.row))
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<BigInt>, _>(number(&|n| n.now.as_millis()))
+        .bind::<Array<BigInt>, _>(number(&|n| n.limits.window_start(n.now).as_millis()))
+        .bind::<Array<Integer>, _>(
+            batch
+                .iter()
+                .map(|n| limit(n.limits.pending_per_application))
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Array<Integer>, _>(
+            batch
+                .iter()
+                .map(|n| limit(n.limits.per_window))
+                .collect::<Vec<_>>(),
+        )
+        .bind::<Text, _>(SessionStatus::Pending.as_str())
+        .bind::<Text, _>(DeliveryStatus::Pending.as_str())
+        .bind::<Array<Text>, _>(column(&|n| &n.row.id))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.application_id))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.client_id))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.environment))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.recipient))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.intent))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.transaction_type))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.transaction_description))
+        .bind::<Array<BigInt>, _>(number(&|n| n.row.amount_minor))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.currency))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.payee))
+        .bind::<Array<Text>, _>(column(&|n| &n.row.callback_url))
+        .bind::<Array<BigInt>, _>(number(&|n| n.row.created_at))
+        .bind::<Array<BigInt>, _>(number(&|n| n.row.expires_at))
+        .bind::<Array<Integer>, _>(positions(&|n| n.effects.outbox.len()));
+    let query = bind_outbox!(
+        query,
+        OutboxArrays::of(batch.iter().flat_map(|n| n.effects.outbox.iter()))
+    )
+    .bind::<Array<Integer>, _>(positions(&|n| n.effects.charges.len()));
+    let mut verdicts = bind_charges!(
+        query,
+        ChargeArrays::new(batch.iter().flat_map(|n| n.effects.charges.iter()))
+    )
+    .cached()
+    .load::<BatchVerdict>(c)?;
+    verdicts.sort_unstable_by_key(|verdict| verdict.item);
+    Ok(verdicts)
+}
+
+/// The refusal of a create judged in a batch, named by the consent crate's rules from the
+/// flood read the function judged by.
+fn judge(
+    verdict: &BatchVerdict,
     limits: &FloodLimits,
     now: Timestamp,
 ) -> Result<Option<CreateRefused>, DbError> {
-    debug_assert_eq!(row.status, SessionStatus::Pending.as_str());
-    let limit = |count: u32| i32::try_from(count).unwrap_or(i32::MAX);
-    let query = diesel::sql_query(CREATE_IN_ONE_CALL)
-        .bind::<Text, _>(recipient_lock(row))
-        .bind::<BigInt, _>(now.as_millis())
-        .bind::<BigInt, _>(limits.window_start(now).as_millis())
-        .bind::<Integer, _>(limit(limits.pending_per_application))
-        .bind::<Integer, _>(limit(limits.per_window))
-        .bind::<Text, _>(SessionStatus::Pending.as_str())
-        .bind::<Text, _>(DeliveryStatus::Pending.as_str())
-        .bind::<Text, _>(&row.id)
-        .bind::<Text, _>(&row.application_id)
-        .bind::<Text, _>(&row.client_id)
-        .bind::<Text, _>(&row.environment)
-        .bind::<Text, _>(&row.recipient)
-        .bind::<Text, _>(&row.intent)
-        .bind::<Text, _>(&row.transaction_type)
-        .bind::<Text, _>(&row.transaction_description)
-        .bind::<BigInt, _>(row.amount_minor)
-        .bind::<Text, _>(&row.currency)
-        .bind::<Text, _>(&row.payee)
-        .bind::<Text, _>(&row.callback_url)
-        .bind::<BigInt, _>(row.created_at)
-        .bind::<BigInt, _>(row.expires_at);
-    let query = bind_outbox!(query, OutboxArrays::new(&effects.outbox));
-    let verdict = bind_charges!(query, ChargeArrays::new(&effects.charges))
-        .cached()
-        .get_result::<OneCallVerdict>(c)
-        .map_err(|error| raised_quota(error.into()))?;
-    let times = |millis: Vec<i64>| -> Vec<Timestamp> {
-        millis.into_iter().map(Timestamp::from_millis).collect()
+    let times = |millis: &[i64]| -> Vec<Timestamp> {
+        millis.iter().copied().map(Timestamp::from_millis).collect()
     };
     let refused = limits
-        .pending_refusal(&times(verdict.pending_expiries), now)
-        .or_else(|| limits.window_refusal(&times(verdict.created_in_window), now));
+        .pending_refusal(&times(&verdict.pending_expiries), now)
+        .or_else(|| limits.window_refusal(&times(&verdict.created_in_window), now));
     match (verdict.created, refused) {
         (true, None) => Ok(None),
         (false, Some(refused)) => Ok(Some(refused)),
         // Only if the function's arithmetic drifts from FloodLimits (a contract case would
         // fail first). Created: it is committed, so say so; refused: nothing was written.
         (true, Some(_)) => {
-            tracing::error!(session = %row.id, "flood verdicts disagree: the session was created");
+            tracing::error!("flood verdicts disagree: the session was created");
             Ok(None)
         }
         (false, None) => Err(DbError::Rollback("flood verdicts disagree")),

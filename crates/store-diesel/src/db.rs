@@ -9,8 +9,11 @@ use diesel::{Connection, PgConnection, SqliteConnection};
 
 use crate::error::{DbError, OpenError};
 
+mod batch;
 mod checkpoint;
 mod locked;
+
+pub(crate) use batch::{Batcher, RunBatch};
 
 /// Which database a [`Db`] talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -250,6 +253,23 @@ impl Db {
                 .await
             }
         }
+    }
+
+    /// On PostgreSQL, a [`Batcher`] that runs the calls of one kind arriving together as one
+    /// `run` (one statement, one commit); `None` on SQLite, whose writer already commits in
+    /// groups, or when its thread cannot start (the caller then runs each call alone).
+    pub(crate) fn batcher<I: Send + 'static, O: Send + 'static>(
+        &self,
+        name: &str,
+        max: usize,
+        run: Box<RunBatch<I, O>>,
+    ) -> Option<Batcher<I, O>> {
+        let Pools::Postgres(pool) = &*self.pools else {
+            return None;
+        };
+        Batcher::start(name, pool.clone(), max, run)
+            .inspect_err(|error| tracing::warn!(%error, name, "batch thread did not start"))
+            .ok()
     }
 
     /// A trivial query, for readiness checks.

@@ -8,10 +8,12 @@
 //! removals, key rotations), PostgreSQL locks the rows first; SQLite's single writer already
 //! runs write transactions one at a time.
 
+use std::sync::Arc;
+
 use diesel::prelude::*;
 use idconsent_merchant::ports::RepositoryError;
 
-use crate::db::{AnyConnection, Db};
+use crate::db::{AnyConnection, Batcher, Db};
 use crate::error::DbError;
 use crate::schema::{applications, merchant_users, merchants};
 
@@ -26,11 +28,21 @@ mod team;
 #[derive(Debug, Clone)]
 pub struct DieselMerchantStore {
     db: Db,
+    /// On PostgreSQL, the replay guard's inserts of requests arriving together, one statement
+    /// and one commit for them all (ADR 0035).
+    fingerprints: Option<Arc<Batcher<requests::Fingerprint, bool>>>,
 }
 
 impl DieselMerchantStore {
     pub fn new(db: Db) -> Self {
-        Self { db }
+        let fingerprints = db
+            .batcher(
+                "fingerprints",
+                requests::FINGERPRINTS_PER_BATCH,
+                Box::new(requests::remember_fingerprints),
+            )
+            .map(Arc::new);
+        Self { db, fingerprints }
     }
 }
 

@@ -29,10 +29,18 @@ pub(crate) struct OutboxArrays<'a> {
 
 impl<'a> OutboxArrays<'a> {
     pub fn new(outbox: &'a [Outbox]) -> Self {
-        let events = || outbox.iter().map(|entry| &entry.event);
+        Self::of(outbox.iter())
+    }
+
+    /// The arrays of several changes' outboxes, one after the other.
+    pub fn of<E>(entries: E) -> Self
+    where
+        E: Iterator<Item = &'a Outbox> + Clone,
+    {
+        let events = || entries.clone().map(|entry| &entry.event);
         let deliveries = || {
-            outbox
-                .iter()
+            entries
+                .clone()
                 .flat_map(|entry| entry.destinations.iter().map(move |d| (entry, d)))
         };
         Self {
@@ -40,7 +48,7 @@ impl<'a> OutboxArrays<'a> {
             event_types: events().map(|e| e.event_type.as_str()).collect(),
             applications: events().map(|e| e.application_id.as_str()).collect(),
             environments: events().map(|e| e.environment.as_str()).collect(),
-            bodies: outbox.iter().map(|entry| entry.body.as_slice()).collect(),
+            bodies: entries.clone().map(|entry| entry.body.as_slice()).collect(),
             created_at: events().map(|e| e.created_at.as_millis()).collect(),
             delivery_ids: deliveries().map(|(_, d)| d.delivery_id.as_str()).collect(),
             delivery_events: deliveries().map(|(e, _)| e.event.id.as_str()).collect(),
@@ -76,16 +84,15 @@ pub(crate) struct ChargeArrays {
 }
 
 impl ChargeArrays {
-    pub fn new(charges: &[Charge]) -> Self {
+    pub fn new<'c>(charges: impl Iterator<Item = &'c Charge> + Clone) -> Self {
         Self {
             merchants: charges
-                .iter()
+                .clone()
                 .map(|c| c.merchant_id.as_str().to_owned())
                 .collect(),
-            metrics: charges.iter().map(|c| c.metric.as_str()).collect(),
-            periods: charges.iter().map(|c| c.period.to_string()).collect(),
+            metrics: charges.clone().map(|c| c.metric.as_str()).collect(),
+            periods: charges.clone().map(|c| c.period.to_string()).collect(),
             limits: charges
-                .iter()
                 .map(|c| {
                     c.limit
                         .map(|limit| i64::try_from(limit).unwrap_or(i64::MAX))
@@ -142,7 +149,7 @@ pub(crate) fn apply_charges(
     charges: &[Charge],
 ) -> Result<Option<String>, DbError> {
     let query = diesel::sql_query("SELECT idc_apply_charges($1, $2, $3, $4) AS metric");
-    let exceeded = bind_charges!(query, ChargeArrays::new(charges))
+    let exceeded = bind_charges!(query, ChargeArrays::new(charges.iter()))
         .cached()
         .get_result::<Exceeded>(c)?;
     Ok(exceeded.metric)

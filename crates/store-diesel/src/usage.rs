@@ -45,21 +45,9 @@ pub(crate) fn quota_exceeded(error: &DbError, charges: &[Charge]) -> Option<Quot
 }
 
 /// The rollback of a charge of `metric` (its name) at its limit, as PostgreSQL's one-call
-/// functions report it.
-fn quota_rollback(metric: &str) -> DbError {
+/// functions report it ([`quota_exceeded`] then names the quota).
+pub(crate) fn quota_rollback(metric: &str) -> DbError {
     DbError::Rollback(Metric::parse(metric).map_or("quota exceeded", quota_tag))
-}
-
-/// `error` as [`apply_charges`] would have reported it, when it is a PostgreSQL function's
-/// `RAISE 'quota exceeded: <metric>'`: the call was undone, and [`quota_exceeded`] names it.
-pub(crate) fn raised_quota(error: DbError) -> DbError {
-    if let DbError::Query(diesel::result::Error::DatabaseError(_, info)) = &error
-        && let Some(metric) = info.message().strip_prefix("quota exceeded: ")
-        && Metric::parse(metric).is_some()
-    {
-        return quota_rollback(metric);
-    }
-    error
 }
 
 /// Counts each charge, inside the caller's transaction. A charge at its limit fails the whole

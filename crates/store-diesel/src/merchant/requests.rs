@@ -1,12 +1,18 @@
 //! `ReplayGuard` and `IdempotencyStore`: what signed requests remember across processes.
 
+use std::collections::HashSet;
+
 use async_trait::async_trait;
+use diesel::PgConnection;
 use diesel::prelude::*;
+use diesel::sql_types::{Array, BigInt, Text};
 use idconsent_access::ports::{IdempotencyState, IdempotencyStore, ReplayGuard, StoredResponse};
 use idconsent_kernel::Timestamp;
 use idconsent_merchant::ports::RepositoryError;
 
 use super::{DieselMerchantStore, corrupt, repository_error};
+use crate::cached::CacheStatement;
+use crate::error::DbError;
 use crate::repo::{counted, delete_rows, insert_absent, update_one};
 use crate::schema::{idempotency_keys, request_fingerprints};
 
@@ -17,6 +23,15 @@ impl ReplayGuard for DieselMerchantStore {
         fingerprint: &str,
         expires_at: Timestamp,
     ) -> Result<bool, RepositoryError> {
+        if let Some(batch) = &self.fingerprints {
+            return batch
+                .call(Fingerprint {
+                    fingerprint: fingerprint.to_owned(),
+                    expires_at: expires_at.as_millis(),
+                })
+                .await
+                .map_err(repository_error);
+        }
         let row = (
             request_fingerprints::fingerprint.eq(fingerprint.to_owned()),
             request_fingerprints::expires_at.eq(expires_at.as_millis()),
@@ -32,6 +47,49 @@ impl ReplayGuard for DieselMerchantStore {
             .filter(request_fingerprints::expires_at.lt(now.as_millis()));
         counted(delete_rows!(self.db, expired), repository_error).await
     }
+}
+
+/// A request's fingerprint waiting for the replay guard's next batch.
+pub(super) struct Fingerprint {
+    fingerprint: String,
+    expires_at: i64,
+}
+
+/// Fingerprints written together at most: a batch is one statement with two arrays.
+pub(super) const FINGERPRINTS_PER_BATCH: usize = 256;
+
+#[derive(QueryableByName)]
+struct Remembered {
+    #[diesel(sql_type = Text)]
+    fingerprint: String,
+}
+
+/// The replay guard's batch on PostgreSQL: inserts the fingerprints absent from the table in
+/// one statement and answers, for each call in order, whether it was the first use. Of equal
+/// fingerprints in one batch (a replay racing its original) only the first is.
+pub(super) fn remember_fingerprints(
+    c: &mut PgConnection,
+    batch: Vec<Fingerprint>,
+) -> Result<Vec<bool>, DbError> {
+    let inserted: Vec<Remembered> = diesel::sql_query(
+        "INSERT INTO request_fingerprints (fingerprint, expires_at) \
+         SELECT * FROM unnest($1::text[], $2::bigint[]) ON CONFLICT DO NOTHING \
+         RETURNING fingerprint",
+    )
+    .bind::<Array<Text>, _>(
+        batch
+            .iter()
+            .map(|f| f.fingerprint.as_str())
+            .collect::<Vec<_>>(),
+    )
+    .bind::<Array<BigInt>, _>(batch.iter().map(|f| f.expires_at).collect::<Vec<_>>())
+    .cached()
+    .load(c)?;
+    let mut first_uses: HashSet<String> = inserted.into_iter().map(|r| r.fingerprint).collect();
+    Ok(batch
+        .iter()
+        .map(|f| first_uses.remove(&f.fingerprint))
+        .collect())
 }
 
 const IN_PROGRESS: &str = "in_progress";
