@@ -31,6 +31,8 @@ pub struct DieselMerchantStore {
     /// On PostgreSQL, the replay guard's inserts of requests arriving together, one statement
     /// and one commit for them all (ADR 0035).
     fingerprints: Option<Arc<Batcher<requests::Fingerprint, bool>>>,
+    /// On PostgreSQL, the API-key lookups of requests arriving together, one statement.
+    key_lookups: Option<Arc<Batcher<String, Option<apps::FoundByKey>>>>,
 }
 
 impl DieselMerchantStore {
@@ -42,7 +44,18 @@ impl DieselMerchantStore {
                 Box::new(requests::remember_fingerprints),
             )
             .map(Arc::new);
-        Self { db, fingerprints }
+        let key_lookups = db
+            .batcher(
+                "key-lookups",
+                apps::KEY_LOOKUPS_PER_BATCH,
+                Box::new(apps::find_by_key_hashes),
+            )
+            .map(Arc::new);
+        Self {
+            db,
+            fingerprints,
+            key_lookups,
+        }
     }
 }
 

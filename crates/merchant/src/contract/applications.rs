@@ -76,6 +76,60 @@ pub async fn applications_come_back_with_their_current_keys(stores: MerchantStor
     );
 }
 
+/// Lookups arriving together (a store may answer them in one batch) each get their own
+/// answer: repeated keys, keys of two environments and applications, an unknown key, and a key
+/// rotated away just before.
+pub async fn concurrent_key_lookups_each_find_their_own(stores: MerchantStores) {
+    let (live, _) = stored_merchant(&stores, MerchantStatus::Live, T0).await;
+    let first = stored_application(&stores, &live, at(10)).await;
+    let second = stored_application(&stores, &live, at(20)).await;
+    let rotated = second.sandbox_hash.clone();
+    let replacement = new_key(Environment::Sandbox, at(30));
+    stores
+        .applications
+        .rotate_key(&second.application.id, &replacement)
+        .await
+        .unwrap();
+    let second_now = stores
+        .applications
+        .find(&second.application.id)
+        .await
+        .unwrap()
+        .unwrap();
+    let unknown = random_hex(32);
+    let first_live = first.live_hash.clone().unwrap();
+    let asked: Vec<(&str, Option<(crate::model::Application, Environment)>)> = vec![
+        (
+            &first.sandbox_hash,
+            Some((first.application.clone(), Environment::Sandbox)),
+        ),
+        (
+            &first_live,
+            Some((first.application.clone(), Environment::Live)),
+        ),
+        (
+            &replacement.hash,
+            Some((second_now.clone(), Environment::Sandbox)),
+        ),
+        (&unknown, None),
+        (&rotated, None),
+        (
+            &first.sandbox_hash,
+            Some((first.application.clone(), Environment::Sandbox)),
+        ),
+        (&replacement.hash, Some((second_now, Environment::Sandbox))),
+    ];
+    let answers = futures_util::future::join_all(
+        asked
+            .iter()
+            .map(|(hash, _)| stores.applications.find_by_key_hash(hash)),
+    )
+    .await;
+    for ((hash, expected), answer) in asked.iter().zip(answers) {
+        assert_eq!(&answer.unwrap(), expected, "{hash}");
+    }
+}
+
 pub async fn client_ids_and_key_hashes_are_unique(stores: MerchantStores) {
     let (merchant, _) = stored_merchant(&stores, MerchantStatus::Live, T0).await;
     let first = stored_application(&stores, &merchant, at(10)).await;

@@ -100,6 +100,7 @@ macro_rules! merchant_store_contract {
             of_concurrent_consumers_exactly_one_wins,
             // ApplicationRepository
             applications_come_back_with_their_current_keys,
+            concurrent_key_lookups_each_find_their_own,
             client_ids_and_key_hashes_are_unique,
             applications_carry_a_live_key_exactly_when_the_merchant_is_live,
             applications_are_listed_oldest_first_and_paged,

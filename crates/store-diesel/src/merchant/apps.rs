@@ -4,9 +4,13 @@
 //! the one not revoked (a partial unique index keeps it single). Sealed secrets are stored as
 //! the vault's text; redirect URIs and request types as JSON arrays of strings.
 
+use std::collections::HashMap;
+use std::collections::hash_map::Entry;
+
 use async_trait::async_trait;
+use diesel::PgConnection;
 use diesel::prelude::*;
-use diesel::sql_types::Text;
+use diesel::sql_types::{Array, Text};
 use idconsent_kernel::id::{ApplicationId, ClientId, MerchantId, TypedId};
 use idconsent_kernel::{Environment, Intent, Page, PageRequest, Sealed, Timestamp, WebUrl};
 use idconsent_merchant::model::{
@@ -25,9 +29,9 @@ use crate::error::DbError;
 use crate::repo::{page_of, read_with, update_one};
 use crate::schema::{api_credentials, applications};
 
-#[derive(Debug, Queryable, QueryableByName, Selectable, Insertable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable, Insertable)]
 #[diesel(table_name = applications)]
-struct ApplicationRow {
+pub(super) struct ApplicationRow {
     id: String,
     merchant_id: String,
     client_id: String,
@@ -46,9 +50,9 @@ struct ApplicationRow {
 }
 
 /// The current key of one environment of an application.
-#[derive(Debug, Queryable, QueryableByName, Selectable)]
+#[derive(Debug, Clone, Queryable, QueryableByName, Selectable)]
 #[diesel(table_name = api_credentials)]
-struct CurrentKeyRow {
+pub(super) struct CurrentKeyRow {
     application_id: String,
     environment: String,
     key_sealed: String,
@@ -379,48 +383,51 @@ impl ApplicationRepository for DieselMerchantStore {
         hash: &str,
     ) -> Result<Option<(Application, Environment)>, RepositoryError> {
         let hash = hash.to_owned();
-        let found = self
-            .db
-            .read(move |conn| match conn {
-                // One round trip: the application behind the key, once per current key.
-                AnyConnection::Postgres(c) => {
-                    let rows: Vec<KeyedApplicationRow> = diesel::sql_query(FIND_BY_KEY_HASH)
-                        .bind::<Text, _>(&hash)
-                        .cached()
-                        .load(c)?;
-                    let mut rows = rows.into_iter();
-                    Ok(rows.next().map(|first| {
-                        let keys = std::iter::once(first.key)
-                            .chain(rows.map(|row| row.key))
-                            .collect();
-                        (first.application, first.key_environment, keys)
-                    }))
-                }
-                // Two indexed queries, each prepared once (no round trips on SQLite).
-                AnyConnection::Sqlite(c) => {
-                    let found = api_credentials::table
-                        .inner_join(applications::table)
-                        .filter(api_credentials::key_hash.eq(&hash))
-                        .filter(api_credentials::revoked_at.is_null())
-                        .select((ApplicationRow::as_select(), api_credentials::environment))
-                        .get_result::<(ApplicationRow, String)>(c)
-                        .optional()?;
-                    Ok::<_, DbError>(match found {
-                        Some((row, environment)) => {
-                            // `=` rather than `IN`: a statement SQLite can cache.
-                            let keys = api_credentials::table
-                                .filter(api_credentials::application_id.eq(&row.id))
-                                .filter(api_credentials::revoked_at.is_null())
-                                .select(CurrentKeyRow::as_select())
-                                .load::<CurrentKeyRow>(c)?;
-                            Some((row, environment, keys))
-                        }
-                        None => None,
-                    })
-                }
-            })
-            .await
-            .map_err(repository_error)?;
+        let found = if let Some(batch) = &self.key_lookups {
+            batch.call(hash).await
+        } else {
+            self.db
+                .read(move |conn| match conn {
+                    // One round trip: the application behind the key, once per current key.
+                    AnyConnection::Postgres(c) => {
+                        let rows: Vec<KeyedApplicationRow> = diesel::sql_query(FIND_BY_KEY_HASH)
+                            .bind::<Text, _>(&hash)
+                            .cached()
+                            .load(c)?;
+                        let mut rows = rows.into_iter();
+                        Ok(rows.next().map(|first| {
+                            let keys = std::iter::once(first.key)
+                                .chain(rows.map(|row| row.key))
+                                .collect();
+                            (first.application, first.key_environment, keys)
+                        }))
+                    }
+                    // Two indexed queries, each prepared once (no round trips on SQLite).
+                    AnyConnection::Sqlite(c) => {
+                        let found = api_credentials::table
+                            .inner_join(applications::table)
+                            .filter(api_credentials::key_hash.eq(&hash))
+                            .filter(api_credentials::revoked_at.is_null())
+                            .select((ApplicationRow::as_select(), api_credentials::environment))
+                            .get_result::<(ApplicationRow, String)>(c)
+                            .optional()?;
+                        Ok::<_, DbError>(match found {
+                            Some((row, environment)) => {
+                                // `=` rather than `IN`: a statement SQLite can cache.
+                                let keys = api_credentials::table
+                                    .filter(api_credentials::application_id.eq(&row.id))
+                                    .filter(api_credentials::revoked_at.is_null())
+                                    .select(CurrentKeyRow::as_select())
+                                    .load::<CurrentKeyRow>(c)?;
+                                Some((row, environment, keys))
+                            }
+                            None => None,
+                        })
+                    }
+                })
+                .await
+        }
+        .map_err(repository_error)?;
         let Some((row, environment, keys)) = found else {
             return Ok(None);
         };
@@ -432,6 +439,47 @@ impl ApplicationRepository for DieselMerchantStore {
         })?;
         Ok(Some((row.into_application(&keys)?, environment)))
     }
+}
+
+/// What a key lookup finds: the application, the environment of the key, its current keys.
+pub(super) type FoundByKey = (ApplicationRow, String, Vec<CurrentKeyRow>);
+
+/// API keys looked up together at most: one statement with one array.
+pub(super) const KEY_LOOKUPS_PER_BATCH: usize = 128;
+
+/// The key lookups of a batch on PostgreSQL (ADR 0035), in one statement: each distinct hash is
+/// looked up once — the requests arriving together mostly carry the same few keys — and every
+/// call gets its own answer, in order. A key revoked before the statement runs is not found.
+pub(super) fn find_by_key_hashes(
+    c: &mut PgConnection,
+    hashes: Vec<String>,
+) -> Result<Vec<Option<FoundByKey>>, DbError> {
+    let mut distinct: Vec<&str> = hashes.iter().map(String::as_str).collect();
+    distinct.sort_unstable();
+    distinct.dedup();
+    let rows: Vec<HashedKeyedApplicationRow> = diesel::sql_query(FIND_BY_KEY_HASHES)
+        .bind::<Array<Text>, _>(distinct)
+        .cached()
+        .load(c)?;
+    let mut found: HashMap<String, FoundByKey> = HashMap::new();
+    for HashedKeyedApplicationRow { used_hash, keyed } in rows {
+        match found.entry(used_hash) {
+            Entry::Vacant(entry) => {
+                entry.insert((keyed.application, keyed.key_environment, vec![keyed.key]));
+            }
+            Entry::Occupied(mut entry) => entry.get_mut().2.push(keyed.key),
+        }
+    }
+    Ok(hashes.iter().map(|hash| found.get(hash).cloned()).collect())
+}
+
+/// A [`KeyedApplicationRow`] of a batch, with the key hash it was found by.
+#[derive(QueryableByName)]
+struct HashedKeyedApplicationRow {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    used_hash: String,
+    #[diesel(embed)]
+    keyed: KeyedApplicationRow,
 }
 
 /// The application behind a current key, with the environment of that key, once per current
@@ -457,3 +505,15 @@ const FIND_BY_KEY_HASH: &str = "SELECT a.id, a.merchant_id, a.client_id, a.name,
     JOIN applications a ON a.id = used.application_id \
     JOIN api_credentials current ON current.application_id = a.id AND current.revoked_at IS NULL \
     WHERE used.key_hash = $1 AND used.revoked_at IS NULL";
+
+/// [`FIND_BY_KEY_HASH`] for the array of key hashes `$1`, each row naming its hash.
+const FIND_BY_KEY_HASHES: &str = "SELECT used.key_hash AS used_hash, a.id, a.merchant_id, \
+    a.client_id, a.name, a.callback_url, a.redirect_uris, a.request_types, a.secret, \
+    a.previous_secret, a.previous_secret_expires_at, a.webhook_secret, \
+    a.previous_webhook_secret, a.previous_webhook_secret_expires_at, a.created_at, \
+    a.updated_at, used.environment AS key_environment, current.application_id, \
+    current.environment, current.key_sealed, current.generated_at \
+    FROM api_credentials used \
+    JOIN applications a ON a.id = used.application_id \
+    JOIN api_credentials current ON current.application_id = a.id AND current.revoked_at IS NULL \
+    WHERE used.key_hash = ANY($1) AND used.revoked_at IS NULL";
