@@ -1,6 +1,8 @@
 //! OAuth access requests, grants and issued tokens on diesel. Single use of a code is enforced
 //! by a compare-and-set in the database, never in memory.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_consent::SessionStatus;
@@ -13,7 +15,7 @@ use idconsent_oauth::{
 use serde_json::Value;
 
 use crate::cached::CacheStatement;
-use crate::db::{AnyConnection, Db};
+use crate::db::{AnyConnection, Batcher, Db};
 use crate::error::DbError;
 use crate::repo::{duplicate_or, find_row, find_where, found, insert_row, unreadable, update_rows};
 use crate::schema::{consent_sessions, oauth_grants, oauth_requests, oauth_tokens};
@@ -21,11 +23,17 @@ use crate::schema::{consent_sessions, oauth_grants, oauth_requests, oauth_tokens
 #[derive(Debug, Clone)]
 pub struct DieselOAuthStore {
     db: Db,
+    /// On PostgreSQL, the token exchanges' compare-and-sets arriving together, one statement
+    /// and one commit (ADR 0035).
+    spends: Option<Arc<Batcher<Spend, bool>>>,
 }
 
 impl DieselOAuthStore {
     pub fn new(db: Db) -> Self {
-        Self { db }
+        let spends = db
+            .batcher("spends", SPENDS_PER_BATCH, Box::new(spend_batch))
+            .map(Arc::new);
+        Self { db, spends }
     }
 }
 
@@ -362,6 +370,142 @@ where
 
 impl<C> RunQueryDsl<C> for SpendGrant<'_> {}
 
+/// Reuse of a spent code: the token the first exchange produced is revoked.
+fn revoke_first_token(conn: AnyConnection<'_>, code_id: &str, now: i64) -> Result<(), DbError> {
+    crate::with_conn!(conn, |c| {
+        let first: Option<Option<String>> = oauth_grants::table
+            .find(code_id)
+            .select(oauth_grants::token_id)
+            .get_result(c)
+            .optional()?;
+        if let Some(Some(token_id)) = first {
+            diesel::update(
+                oauth_tokens::table
+                    .find(token_id)
+                    .filter(oauth_tokens::revoked_at.is_null()),
+            )
+            .set(oauth_tokens::revoked_at.eq(Some(now)))
+            .execute(c)?;
+        }
+        Ok::<_, DbError>(())
+    })
+}
+
+/// The exchange on PostgreSQL (ADR 0035): the grant read, the verdict on the caller's task,
+/// then the compare-and-set with its token in the next batch of spends — one statement and one
+/// commit for the exchanges arriving together. A code spent without a token (a failed
+/// verifier) and a reused code take a statement of their own: they are rare.
+async fn redeem_in_batches(
+    db: &Db,
+    spends: &Batcher<Spend, bool>,
+    id: String,
+    now: i64,
+    decide: Decide,
+) -> Result<Redemption, StoreError> {
+    let read_id = id.clone();
+    let found = db
+        .read(move |conn| Ok(read_grant_with_session(conn, &read_id)))
+        .await
+        .map_err(unavailable)??;
+    let Some(found) = found else {
+        return Ok(Redemption::Untouched);
+    };
+    let issued = match decide(&found) {
+        Verdict::Ignore => return Ok(Redemption::Untouched),
+        Verdict::Spend => None,
+        Verdict::Issue(token) => Some(token),
+    };
+    let spent = match (&found.grant.consumed_at, &issued) {
+        (Some(_), _) => false,
+        (None, Some(token)) => spends
+            .call(Spend {
+                code_id: id.clone(),
+                at: now,
+                token: TokenRow::from_token(token),
+            })
+            .await
+            .map_err(unavailable)?,
+        (None, None) => {
+            let id = id.clone();
+            db.write_autocommit(move |conn| spend_grant(conn, &id, now, None))
+                .await
+                .map_err(unavailable)?
+        }
+    };
+    if spent {
+        return Ok(Redemption::Spent {
+            found: Box::new(found),
+            issued,
+        });
+    }
+    db.write_autocommit(move |conn| revoke_first_token(conn, &id, now))
+        .await
+        .map_err(unavailable)?;
+    Ok(Redemption::Reused)
+}
+
+/// An exchange's compare-and-set waiting for the next batch (PostgreSQL).
+pub(crate) struct Spend {
+    code_id: String,
+    at: i64,
+    token: TokenRow,
+}
+
+/// Spends written together at most: one statement with twelve arrays.
+const SPENDS_PER_BATCH: usize = 128;
+
+/// A batch of [`SPEND_AND_STORE_TOKEN`]: each grant is spent (if unspent) with the token of its
+/// input row, and a token is stored only if its grant row was spent with it. Of two exchanges
+/// of one code in a batch the update takes one input row; the other's token matches no spent
+/// grant and is not stored: that exchange is told the code was spent before it.
+const SPEND_BATCH: &str = "WITH input AS (SELECT * FROM unnest($1::text[], $2::bigint[], \
+    $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], \
+    $10::bigint[], $11::bigint[], $12::bigint[]) AS t(code_id, at, token_id, application_id, \
+    client_id, environment, subject, scopes, claims, issued_at, expires_at, revoked_at)), \
+    spent AS (UPDATE oauth_grants g SET consumed_at = i.at, token_id = i.token_id FROM input i \
+    WHERE g.code_id = i.code_id AND g.consumed_at IS NULL RETURNING g.token_id) \
+    INSERT INTO oauth_tokens (token_id, application_id, client_id, environment, subject, scopes, \
+    claims, issued_at, expires_at, revoked_at) \
+    SELECT i.token_id, i.application_id, i.client_id, i.environment, i.subject, i.scopes, \
+    i.claims, i.issued_at, i.expires_at, i.revoked_at FROM input i JOIN spent s \
+    ON s.token_id = i.token_id RETURNING token_id";
+
+#[derive(QueryableByName)]
+struct StoredToken {
+    #[diesel(sql_type = diesel::sql_types::Text)]
+    token_id: String,
+}
+
+/// Runs a batch of spends; answers, in order, whether each spent its code.
+fn spend_batch(c: &mut diesel::PgConnection, batch: Vec<Spend>) -> Result<Vec<bool>, DbError> {
+    use diesel::sql_types::{Array, BigInt, Nullable, Text};
+    let text = |f: fn(&Spend) -> &str| batch.iter().map(f).collect::<Vec<&str>>();
+    let number = |f: fn(&Spend) -> i64| batch.iter().map(f).collect::<Vec<i64>>();
+    let stored: Vec<StoredToken> = diesel::sql_query(SPEND_BATCH)
+        .bind::<Array<Text>, _>(text(|s| &s.code_id))
+        .bind::<Array<BigInt>, _>(number(|s| s.at))
+        .bind::<Array<Text>, _>(text(|s| &s.token.token_id))
+        .bind::<Array<Text>, _>(text(|s| &s.token.application_id))
+        .bind::<Array<Text>, _>(text(|s| &s.token.client_id))
+        .bind::<Array<Text>, _>(text(|s| &s.token.environment))
+        .bind::<Array<Text>, _>(text(|s| &s.token.subject))
+        .bind::<Array<Text>, _>(text(|s| &s.token.scopes))
+        .bind::<Array<Text>, _>(text(|s| &s.token.claims))
+        .bind::<Array<BigInt>, _>(number(|s| s.token.issued_at))
+        .bind::<Array<BigInt>, _>(number(|s| s.token.expires_at))
+        .bind::<Array<Nullable<BigInt>>, _>(
+            batch.iter().map(|s| s.token.revoked_at).collect::<Vec<_>>(),
+        )
+        .cached()
+        .load(c)?;
+    let stored: std::collections::HashSet<String> =
+        stored.into_iter().map(|row| row.token_id).collect();
+    Ok(batch
+        .iter()
+        .map(|spend| stored.contains(&spend.token.token_id))
+        .collect())
+}
+
 #[async_trait]
 impl OAuthRepository for DieselOAuthStore {
     async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError> {
@@ -400,6 +544,10 @@ impl OAuthRepository for DieselOAuthStore {
         decide: Decide,
     ) -> Result<Redemption, StoreError> {
         let id = code_id.to_owned();
+        let now = at.as_millis();
+        if let Some(spends) = &self.spends {
+            return redeem_in_batches(&self.db, spends, id, now, decide).await;
+        }
         // No transaction of its own on PostgreSQL: a read, then one write that is atomic on its
         // own (the compare-and-set with the token) — or, on reuse, a read and one revocation.
         // A transaction would add two round trips and no safety: under READ COMMITTED it does
@@ -417,7 +565,6 @@ impl OAuthRepository for DieselOAuthStore {
                     Verdict::Spend => None,
                     Verdict::Issue(token) => Some(token),
                 };
-                let now = at.as_millis();
                 let spent = found.grant.consumed_at.is_none()
                     && spend_grant(conn.reborrow(), &id, now, issued.as_deref())?;
                 if spent {
@@ -426,24 +573,7 @@ impl OAuthRepository for DieselOAuthStore {
                         issued,
                     }));
                 }
-                // Reuse: the token the first exchange produced is revoked.
-                crate::with_conn!(conn, |c| {
-                    let first: Option<Option<String>> = oauth_grants::table
-                        .find(&id)
-                        .select(oauth_grants::token_id)
-                        .get_result(c)
-                        .optional()?;
-                    if let Some(Some(token_id)) = first {
-                        diesel::update(
-                            oauth_tokens::table
-                                .find(token_id)
-                                .filter(oauth_tokens::revoked_at.is_null()),
-                        )
-                        .set(oauth_tokens::revoked_at.eq(Some(now)))
-                        .execute(c)?;
-                    }
-                    Ok::<_, DbError>(())
-                })?;
+                revoke_first_token(conn, &id, now)?;
                 Ok(Ok(Redemption::Reused))
             })
             .await
