@@ -27,6 +27,7 @@ macro_rules! oauth_repository_contract {
             a_request_is_stored_once_per_session,
             a_grant_is_found_by_session_and_by_code,
             of_concurrent_redemptions_exactly_one_spends,
+            concurrent_redemptions_of_different_codes_each_spend_their_own,
             a_reused_code_revokes_its_token,
             a_failed_attempt_consumes_the_code,
             an_ignored_or_unknown_code_changes_nothing,
@@ -286,6 +287,43 @@ pub async fn of_concurrent_redemptions_exactly_one_spends(store: Arc<dyn OAuthRe
     // The losers' attempts were reuse: the winner's token is revoked.
     let issued = store.find_token(winners[0]).await.unwrap().unwrap();
     assert_eq!(issued.revoked_at, Some(at(100)));
+}
+
+/// Exchanges arriving together (a store may read and spend them in batches) each read and
+/// spend their own code, beside an unknown code.
+pub async fn concurrent_redemptions_of_different_codes_each_spend_their_own(
+    store: Arc<dyn OAuthRepository>,
+) {
+    let application: ApplicationId = ids().next();
+    let mut grants = Vec::new();
+    for _ in 0..8 {
+        let grant = grant(&ids().next(), &application);
+        store.insert_grant(&grant).await.unwrap();
+        grants.push((grant, token(&application)));
+    }
+    let redemptions = grants.iter().map(|(grant, token)| {
+        let store = store.clone();
+        async move {
+            store
+                .redeem(&grant.code_id, at(100), issuing(token))
+                .await
+                .unwrap()
+        }
+    });
+    let unknown = store.redeem("no-such-code", at(100), issuing(&token(&application)));
+    let (outcomes, unknown) = futures_util::future::join(join_all(redemptions), unknown).await;
+    assert_eq!(unknown.unwrap(), Redemption::Untouched);
+    for ((grant, token), outcome) in grants.iter().zip(&outcomes) {
+        assert_eq!(spent(outcome), Some(Some(token)), "{outcome:?}");
+        let Redemption::Spent { found, .. } = outcome else {
+            unreachable!()
+        };
+        assert_eq!(found.grant, *grant, "each exchange read its own grant");
+        assert_eq!(
+            store.find_token(&token.token_id).await.unwrap().as_ref(),
+            Some(token)
+        );
+    }
 }
 
 pub async fn a_reused_code_revokes_its_token(store: Arc<dyn OAuthRepository>) {

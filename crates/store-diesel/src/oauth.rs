@@ -23,17 +23,26 @@ use crate::schema::{consent_sessions, oauth_grants, oauth_requests, oauth_tokens
 #[derive(Debug, Clone)]
 pub struct DieselOAuthStore {
     db: Db,
-    /// On PostgreSQL, the token exchanges' compare-and-sets arriving together, one statement
-    /// and one commit (ADR 0035).
-    spends: Option<Arc<Batcher<Spend, bool>>>,
+    /// On PostgreSQL, the token exchanges' grant reads and compare-and-sets arriving together,
+    /// one statement each (and one commit for the spends; ADR 0035).
+    batches: Option<ExchangeBatches>,
 }
+
+type ExchangeBatches = (
+    Arc<Batcher<String, Option<GrantRead>>>,
+    Arc<Batcher<Spend, bool>>,
+);
 
 impl DieselOAuthStore {
     pub fn new(db: Db) -> Self {
-        let spends = db
-            .batcher("spends", SPENDS_PER_BATCH, Box::new(spend_batch))
-            .map(Arc::new);
-        Self { db, spends }
+        let reads = db.batcher(
+            "grant-reads",
+            GRANT_READS_PER_BATCH,
+            Box::new(read_grants_with_sessions),
+        );
+        let spends = db.batcher("spends", SPENDS_PER_BATCH, Box::new(spend_batch));
+        let batches = reads.zip(spends).map(|(r, s)| (Arc::new(r), Arc::new(s)));
+        Self { db, batches }
     }
 }
 
@@ -109,7 +118,7 @@ impl RequestRow {
     }
 }
 
-#[derive(Debug, Queryable, Selectable, Insertable)]
+#[derive(Debug, Clone, Queryable, Selectable, Insertable)]
 #[diesel(table_name = oauth_grants)]
 struct GrantRow {
     code_id: String,
@@ -224,6 +233,10 @@ impl TokenRow {
     }
 }
 
+/// A grant as read for an exchange: its row, and its session's status and environment (none
+/// if the session is gone).
+type GrantRead = (GrantRow, Option<String>, Option<String>);
+
 /// The grant of `code_id` with its session's state, in one statement.
 fn read_grant_with_session(
     conn: AnyConnection<'_>,
@@ -237,12 +250,50 @@ fn read_grant_with_session(
             consent_sessions::status.nullable(),
             consent_sessions::environment.nullable(),
         ))
-        .get_result::<(GrantRow, Option<String>, Option<String>)>(c)
+        .get_result::<GrantRead>(c)
         .optional())
     .map_err(|error| unavailable(error.into()))?;
-    let Some((row, status, environment)) = row else {
-        return Ok(None);
-    };
+    row.map(grant_with_session).transpose()
+}
+
+/// Grants looked up together at most: one statement with one array.
+const GRANT_READS_PER_BATCH: usize = 128;
+
+/// The grant reads of a batch on PostgreSQL (ADR 0035), in one statement; answers in order.
+fn read_grants_with_sessions(
+    c: &mut diesel::PgConnection,
+    code_ids: Vec<String>,
+) -> Result<Vec<Option<GrantRead>>, DbError> {
+    let rows: Vec<GrantRead> = oauth_grants::table
+        .left_join(consent_sessions::table.on(consent_sessions::id.eq(oauth_grants::session_id)))
+        .filter(oauth_grants::code_id.eq_any(&code_ids))
+        .select((
+            GrantRow::as_select(),
+            consent_sessions::status.nullable(),
+            consent_sessions::environment.nullable(),
+        ))
+        .cached()
+        .load(c)?;
+    let mut found: std::collections::HashMap<String, GrantRead> = rows
+        .into_iter()
+        .map(|row| (row.0.code_id.clone(), row))
+        .collect();
+    // A code asked twice in one batch (a replay racing its original) gets the row twice.
+    let mut answers: Vec<Option<GrantRead>> = Vec::with_capacity(code_ids.len());
+    for (position, code_id) in code_ids.iter().enumerate() {
+        let repeated = code_ids[position + 1..].contains(code_id);
+        answers.push(if repeated {
+            found.get(code_id).cloned()
+        } else {
+            found.remove(code_id)
+        });
+    }
+    Ok(answers)
+}
+
+fn grant_with_session(
+    (row, status, environment): GrantRead,
+) -> Result<GrantWithSession, StoreError> {
     let session = match (status, environment) {
         (Some(status), Some(environment)) => {
             let bad = |column: &str| corrupt("consent_sessions", column, &row.session_id);
@@ -253,10 +304,10 @@ fn read_grant_with_session(
         }
         _ => None,
     };
-    Ok(Some(GrantWithSession {
+    Ok(GrantWithSession {
         grant: row.into_grant()?,
         session,
-    }))
+    })
 }
 
 /// The single-use compare-and-set: marks an unspent grant spent, and stores the token issued
@@ -391,25 +442,21 @@ fn revoke_first_token(conn: AnyConnection<'_>, code_id: &str, now: i64) -> Resul
     })
 }
 
-/// The exchange on PostgreSQL (ADR 0035): the grant read, the verdict on the caller's task,
-/// then the compare-and-set with its token in the next batch of spends — one statement and one
-/// commit for the exchanges arriving together. A code spent without a token (a failed
+/// The exchange on PostgreSQL (ADR 0035): the grant read in the next batch of reads, the
+/// verdict on the caller's task, then the compare-and-set with its token in the next batch of
+/// spends — one statement (and one commit) each for the exchanges arriving together. A code spent without a token (a failed
 /// verifier) and a reused code take a statement of their own: they are rare.
 async fn redeem_in_batches(
     db: &Db,
-    spends: &Batcher<Spend, bool>,
+    (reads, spends): (&Batcher<String, Option<GrantRead>>, &Batcher<Spend, bool>),
     id: String,
     now: i64,
     decide: Decide,
 ) -> Result<Redemption, StoreError> {
-    let read_id = id.clone();
-    let found = db
-        .read(move |conn| Ok(read_grant_with_session(conn, &read_id)))
-        .await
-        .map_err(unavailable)??;
-    let Some(found) = found else {
+    let Some(found) = reads.call(id.clone()).await.map_err(unavailable)? else {
         return Ok(Redemption::Untouched);
     };
+    let found = grant_with_session(found)?;
     let issued = match decide(&found) {
         Verdict::Ignore => return Ok(Redemption::Untouched),
         Verdict::Spend => None,
@@ -545,8 +592,8 @@ impl OAuthRepository for DieselOAuthStore {
     ) -> Result<Redemption, StoreError> {
         let id = code_id.to_owned();
         let now = at.as_millis();
-        if let Some(spends) = &self.spends {
-            return redeem_in_batches(&self.db, spends, id, now, decide).await;
+        if let Some((reads, spends)) = &self.batches {
+            return redeem_in_batches(&self.db, (reads, spends), id, now, decide).await;
         }
         // No transaction of its own on PostgreSQL: a read, then one write that is atomic on its
         // own (the compare-and-set with the token) — or, on reuse, a read and one revocation.
