@@ -135,7 +135,8 @@ fn load_parts(mut conn: AnyConnection<'_>, rows: &[DeliveryRow]) -> Result<Parts
                 .load(c)?;
             let attempts = webhook_attempts::table
                 .filter(webhook_attempts::delivery_id.eq_any(&delivery_ids))
-                .order(webhook_attempts::id)
+                // Grouped per delivery below: ordered as the index `(delivery_id, id)` reads.
+                .order((webhook_attempts::delivery_id, webhook_attempts::id))
                 .select(AttemptRow::as_select())
                 .cached()
                 .load(c)?;
