@@ -295,8 +295,9 @@ impl SessionRepository for DieselSessionStore {
     }
 }
 
-/// Creates the session on SQLite: the flood read, the verdict, the session and its effects, in
-/// the caller's transaction.
+/// Creates the session statement by statement in the caller's transaction — on SQLite, or on
+/// PostgreSQL without its batch thread: the flood read, the verdict, the session and its
+/// effects.
 fn create_in_statements(
     mut conn: AnyConnection<'_>,
     row: &SessionRow,
