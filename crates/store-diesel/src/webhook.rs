@@ -99,7 +99,7 @@ struct DeliveryRow {
     created_at: i64,
 }
 
-#[derive(Debug, Queryable, QueryableByName, Selectable)]
+#[derive(Debug, Queryable, Selectable)]
 #[diesel(table_name = webhook_attempts)]
 struct AttemptRow {
     delivery_id: String,
@@ -112,14 +112,6 @@ struct AttemptRow {
 /// An event's id, type and body.
 type EventRow = (String, String, Vec<u8>);
 
-#[derive(QueryableByName)]
-#[diesel(table_name = webhook_events)]
-struct EventByName {
-    id: String,
-    event_type: String,
-    body: Vec<u8>,
-}
-
 /// Everything a delivery needs besides its own row.
 struct Parts {
     events: HashMap<String, (String, Vec<u8>)>,
@@ -130,28 +122,8 @@ struct Parts {
 fn load_parts(mut conn: AnyConnection<'_>, rows: &[DeliveryRow]) -> Result<Parts, DbError> {
     let event_ids = in_list(rows.iter().map(|row| row.event_id.as_str()).collect());
     let delivery_ids = in_list(rows.iter().map(|row| row.id.as_str()).collect());
-    let (events, attempts): (Vec<EventRow>, Vec<AttemptRow>) = match conn.reborrow() {
-        // Through functions whose plans cannot scan the tables whole (migration 000084).
-        AnyConnection::Postgres(c) => {
-            let events: Vec<EventByName> =
-                diesel::sql_query("SELECT id, event_type, body FROM idc_events_of($1)")
-                    .bind::<Array<Text>, _>(&event_ids)
-                    .cached()
-                    .load(c)?;
-            let attempts: Vec<AttemptRow> = diesel::sql_query(
-                "SELECT delivery_id, attempted_at, status_code, error, duration_ms \
-                 FROM idc_attempts_of($1)",
-            )
-            .bind::<Array<Text>, _>(&delivery_ids)
-            .cached()
-            .load(c)?;
-            let events = events
-                .into_iter()
-                .map(|e| (e.id, e.event_type, e.body))
-                .collect();
-            (events, attempts)
-        }
-        AnyConnection::Sqlite(c) => {
+    let (events, attempts): (Vec<EventRow>, Vec<AttemptRow>) =
+        crate::with_conn!(conn.reborrow(), |c| {
             let events = webhook_events::table
                 .filter(webhook_events::id.eq_any(&event_ids))
                 .select((
@@ -168,9 +140,8 @@ fn load_parts(mut conn: AnyConnection<'_>, rows: &[DeliveryRow]) -> Result<Parts
                 .select(AttemptRow::as_select())
                 .cached()
                 .load(c)?;
-            (events, attempts)
-        }
-    };
+            Ok::<_, DbError>((events, attempts))
+        })?;
     let mut grouped: HashMap<String, Vec<Attempt>> = HashMap::new();
     for row in attempts {
         grouped.entry(row.delivery_id).or_default().push(Attempt {

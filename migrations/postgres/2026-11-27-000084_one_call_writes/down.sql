@@ -1,5 +1,3 @@
-DROP FUNCTION idc_attempts_of;
-DROP FUNCTION idc_events_of;
 DROP FUNCTION idc_create_consent_sessions;
 DROP FUNCTION idc_apply_charges;
 DROP FUNCTION idc_write_outbox;

@@ -174,23 +174,3 @@ BEGIN
       FROM unnest(p_delivery_ids, p_delivery_events, p_urls) AS d(id, event_id, url)
       JOIN events e ON e.id = d.event_id;
 END $$;
-
--- The webhook dispatcher's reads of a round's events and attempts. A statement the store keeps
--- prepared is planned once per connection: planned while these tables were tiny, its plan
--- scanned them whole once they had grown (the attempts read took 6.8 ms per round at ~40,000
--- attempts, docs/performance.md). A SQL function's body is planned at each call, here without
--- sequential scans; each reads a round's few rows by index.
-CREATE FUNCTION idc_events_of(p_ids TEXT[])
-RETURNS TABLE (id TEXT, event_type TEXT, body BYTEA)
-LANGUAGE sql STABLE SET enable_seqscan = off AS $$
-    SELECT e.id, e.event_type, e.body FROM webhook_events e WHERE e.id = ANY (p_ids)
-$$;
-
-CREATE FUNCTION idc_attempts_of(p_delivery_ids TEXT[])
-RETURNS TABLE (delivery_id TEXT, attempted_at BIGINT, status_code INTEGER, error TEXT,
-               duration_ms BIGINT)
-LANGUAGE sql STABLE SET enable_seqscan = off AS $$
-    SELECT a.delivery_id, a.attempted_at, a.status_code, a.error, a.duration_ms
-      FROM webhook_attempts a WHERE a.delivery_id = ANY (p_delivery_ids)
-     ORDER BY a.delivery_id, a.id
-$$;
