@@ -10,15 +10,21 @@
 CREATE FUNCTION idc_write_outbox(
     p_event_ids TEXT[], p_event_types TEXT[], p_applications TEXT[], p_environments TEXT[],
     p_bodies BYTEA[], p_created_at BIGINT[],
-    p_delivery_ids TEXT[], p_delivery_events TEXT[], p_urls TEXT[], p_pending TEXT
+    p_delivery_ids TEXT[], p_delivery_events TEXT[], p_urls TEXT[], p_pending TEXT,
+    -- A batch's outboxes: each event's position in the batch, and the positions to write
+    -- (NULL: every event).
+    p_event_items INTEGER[] DEFAULT NULL, p_written_items INTEGER[] DEFAULT NULL
 ) RETURNS INTEGER LANGUAGE plpgsql AS $$
 DECLARE
     written INTEGER;
 BEGIN
     WITH events AS (
         INSERT INTO webhook_events (id, event_type, application_id, environment, body, created_at)
-        SELECT * FROM unnest(p_event_ids, p_event_types, p_applications, p_environments,
-                             p_bodies, p_created_at)
+        SELECT e.id, e.event_type, e.application_id, e.environment, e.body, e.created_at
+          FROM unnest(p_event_ids, p_event_types, p_applications, p_environments, p_bodies,
+                      p_created_at, p_event_items)
+               AS e(id, event_type, application_id, environment, body, created_at, item)
+         WHERE p_written_items IS NULL OR e.item = ANY (p_written_items)
         RETURNING id, application_id, environment, created_at)
     INSERT INTO webhook_deliveries
         (id, event_id, application_id, environment, url, status, next_attempt_at, created_at)
@@ -159,18 +165,8 @@ BEGIN
         RETURN NEXT;
     END LOOP;
     -- The created sessions' outboxes, in one statement.
-    WITH events AS (
-        INSERT INTO webhook_events (id, event_type, application_id, environment, body, created_at)
-        SELECT e.id, e.event_type, e.application_id, e.environment, e.body, e.created_at
-          FROM unnest(p_event_items, p_event_ids, p_event_types, p_event_applications,
-                      p_event_environments, p_event_bodies, p_event_created_at)
-               AS e(it, id, event_type, application_id, environment, body, created_at)
-         WHERE e.it = ANY (admitted)
-        RETURNING id, application_id, environment, created_at)
-    INSERT INTO webhook_deliveries
-        (id, event_id, application_id, environment, url, status, next_attempt_at, created_at)
-    SELECT d.id, d.event_id, e.application_id, e.environment, d.url, p_delivery_pending,
-           e.created_at, e.created_at
-      FROM unnest(p_delivery_ids, p_delivery_events, p_urls) AS d(id, event_id, url)
-      JOIN events e ON e.id = d.event_id;
+    PERFORM idc_write_outbox(p_event_ids, p_event_types, p_event_applications,
+                             p_event_environments, p_event_bodies, p_event_created_at,
+                             p_delivery_ids, p_delivery_events, p_urls, p_delivery_pending,
+                             p_event_items, admitted);
 END $$;
