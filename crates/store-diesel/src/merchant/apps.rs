@@ -388,19 +388,9 @@ impl ApplicationRepository for DieselMerchantStore {
         } else {
             self.db
                 .read(move |conn| match conn {
-                    // One round trip: the application behind the key, once per current key.
+                    // One round trip: the batch's statement for one key.
                     AnyConnection::Postgres(c) => {
-                        let rows: Vec<KeyedApplicationRow> = diesel::sql_query(FIND_BY_KEY_HASH)
-                            .bind::<Text, _>(&hash)
-                            .cached()
-                            .load(c)?;
-                        let mut rows = rows.into_iter();
-                        Ok(rows.next().map(|first| {
-                            let keys = std::iter::once(first.key)
-                                .chain(rows.map(|row| row.key))
-                                .collect();
-                            (first.application, first.key_environment, keys)
-                        }))
+                        Ok(find_by_key_hashes(c, vec![hash])?.pop().flatten())
                     }
                     // Two indexed queries, each prepared once (no round trips on SQLite).
                     AnyConnection::Sqlite(c) => {
@@ -494,19 +484,9 @@ struct KeyedApplicationRow {
     key: CurrentKeyRow,
 }
 
-/// PostgreSQL's [`KeyedApplicationRow`]s of the key hash `$1`; raw SQL so that its prepared
-/// statement is kept (diesel would plan a self-join of `api_credentials` afresh each time).
-const FIND_BY_KEY_HASH: &str = "SELECT a.id, a.merchant_id, a.client_id, a.name, a.callback_url, \
-    a.redirect_uris, a.request_types, a.secret, a.previous_secret, a.previous_secret_expires_at, \
-    a.webhook_secret, a.previous_webhook_secret, a.previous_webhook_secret_expires_at, \
-    a.created_at, a.updated_at, used.environment AS key_environment, \
-    current.application_id, current.environment, current.key_sealed, current.generated_at \
-    FROM api_credentials used \
-    JOIN applications a ON a.id = used.application_id \
-    JOIN api_credentials current ON current.application_id = a.id AND current.revoked_at IS NULL \
-    WHERE used.key_hash = $1 AND used.revoked_at IS NULL";
-
-/// [`FIND_BY_KEY_HASH`] for the array of key hashes `$1`, each row naming its hash.
+/// PostgreSQL's [`HashedKeyedApplicationRow`]s of the array of key hashes `$1`; raw SQL so
+/// that its prepared statement is kept (diesel would plan a self-join of `api_credentials`
+/// afresh each time).
 const FIND_BY_KEY_HASHES: &str = "SELECT used.key_hash AS used_hash, a.id, a.merchant_id, \
     a.client_id, a.name, a.callback_url, a.redirect_uris, a.request_types, a.secret, \
     a.previous_secret, a.previous_secret_expires_at, a.webhook_secret, \
