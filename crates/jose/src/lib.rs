@@ -2,12 +2,13 @@
 
 mod access_tokens;
 mod app_tokens;
+mod key_ring;
 
-pub use access_tokens::{
-    DEFAULT_TOKEN_LIFETIME, Es256KeyGenerator, Es256KeyRing, Es256TokenSigner, KeyRingEntry,
-    KeyRingError, StoredKey,
-};
+pub use access_tokens::Es256TokenSigner;
 pub use app_tokens::HmacAppTokens;
+pub use key_ring::{
+    DEFAULT_TOKEN_LIFETIME, Es256KeyGenerator, Es256KeyRing, KeyRingEntry, KeyRingError, StoredKey,
+};
 
 use std::fmt;
 
