@@ -19,6 +19,10 @@ use idconsent_kernel::{
 use idconsent_webhook::{DeliveryStore, Effects, EventType, Outbox};
 use serde_json::json;
 
+mod flood_table;
+
+pub use flood_table::flood_rules_follow_the_table;
+
 use crate::model::{Session, SessionStatus, Transaction};
 use crate::ports::{CreateError, CreateRefused, FloodLimits, SessionRepository, StoreError};
 
@@ -41,6 +45,7 @@ macro_rules! session_repository_contract {
             pending_sessions_per_application_are_limited,
             expired_or_decided_sessions_do_not_count_as_pending,
             sessions_per_window_are_limited_across_applications,
+            flood_rules_follow_the_table,
             limits_are_per_environment,
             concurrent_creates_never_exceed_the_limit,
             a_decision_is_recorded_once_with_its_event,
