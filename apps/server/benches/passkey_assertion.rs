@@ -8,6 +8,7 @@
 
 mod common;
 
+use idconsent_enduser::events::AUTH_SUCCESS;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -25,7 +26,7 @@ use idconsent_passkey_soft::SoftPasskey;
 use idconsent_server::context::AppContext;
 use idconsent_store_diesel::{DieselEndUserStore, DieselSessionStore};
 use idconsent_webauthn::WebauthnCeremony;
-use idconsent_webhook::{EventType, Outbox};
+use idconsent_webhook::Outbox;
 use serde_json::{Value, json};
 use tokio::runtime::Runtime;
 
@@ -386,7 +387,7 @@ fn steps(bench: &mut Bench, rounds: usize) {
         mark(4);
         let also = vec![Outbox::new(
             common::ids().as_ref(),
-            EventType::AuthSuccess,
+            AUTH_SUCCESS,
             loaded.application_id.clone(),
             loaded.environment,
             now,
@@ -554,7 +555,7 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
             |session| {
                 let also = vec![Outbox::new(
                     common::ids().as_ref(),
-                    EventType::AuthSuccess,
+                    AUTH_SUCCESS,
                     session.application_id.clone(),
                     session.environment,
                     common::clock().now(),

@@ -9,7 +9,8 @@ mod target;
 pub use directory::{ApplicationDirectory, ApplicationNames, DirectoryError};
 pub use idconsent_webhook::Effects;
 pub use model::{
-    ApprovedVia, Approver, Audience, Decision, Purpose, PurposeKind, Recipient, Target,
+    ApprovedVia, Approver, Audience, Decision, InvalidPurposeKind, Purpose, PurposeKind, Recipient,
+    Target,
 };
 pub use registry::{ApprovalRegistry, DuplicateKind};
 pub use target::{AlsoFn, ApprovalTarget, TargetError};

@@ -1,53 +1,51 @@
 //! Purposes, the objects they name as the user sees them, and decisions.
 
+use std::borrow::Cow;
+use std::fmt;
+
 use idconsent_kernel::id::{ApplicationId, DeviceId};
 use idconsent_kernel::{EmailAddress, Environment, PhoneNumber};
 use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
-/// What a FIDO challenge may be used for (`purpose.type` on the wire).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum PurposeKind {
-    /// Registering a passkey (internal: never named by a client).
-    Registration,
-    /// Signing in to the app.
-    Login,
-    /// Proving a freshly registered passkey works, which completes an enrollment.
-    Enrollment,
-    /// A consent session (OAuth requests included).
-    Consent,
-    Mandate,
-    Signature,
-    /// Letting a new device into an enrolled phone's account.
-    DeviceAdd,
-}
+/// What a FIDO challenge may be used for (`purpose.type` on the wire): a name declared by the
+/// domain that serves it, as a constant on its approval target (`MandateApprovals::KIND`) — this
+/// crate knows none of them, so a new approvable domain brings its own.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct PurposeKind(Cow<'static, str>);
+
+/// A purpose type that is not a lower-case word of at most 32 characters.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a purpose type: {0:?}")]
+pub struct InvalidPurposeKind(pub String);
 
 impl PurposeKind {
-    pub const ALL: &'static [PurposeKind] = &[
-        PurposeKind::Registration,
-        PurposeKind::Login,
-        PurposeKind::Enrollment,
-        PurposeKind::Consent,
-        PurposeKind::Mandate,
-        PurposeKind::Signature,
-        PurposeKind::DeviceAdd,
-    ];
+    /// A domain's purpose kind: lower-case ASCII letters and `_`.
+    pub const fn declared(name: &'static str) -> Self {
+        Self(Cow::Borrowed(name))
+    }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            PurposeKind::Registration => "registration",
-            PurposeKind::Login => "login",
-            PurposeKind::Enrollment => "enrollment",
-            PurposeKind::Consent => "consent",
-            PurposeKind::Mandate => "mandate",
-            PurposeKind::Signature => "signature",
-            PurposeKind::DeviceAdd => "device_add",
+    /// A kind named by a client or read back from storage: lower-case ASCII letters and `_`,
+    /// 1 to 32 of them. Whether anything serves it is the registry's question.
+    pub fn named(name: &str) -> Result<Self, InvalidPurposeKind> {
+        let well_formed = (1..=32).contains(&name.len())
+            && name.bytes().all(|b| b.is_ascii_lowercase() || b == b'_');
+        if well_formed {
+            Ok(Self(Cow::Owned(name.to_owned())))
+        } else {
+            Err(InvalidPurposeKind(name.to_owned()))
         }
     }
 
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.iter().copied().find(|kind| kind.as_str() == text)
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for PurposeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -176,13 +174,13 @@ mod tests {
 
     #[test]
     fn a_purpose_is_its_type_and_id() {
-        let consent = Purpose::new(PurposeKind::Consent, "cs_1");
+        let consent = Purpose::new(PurposeKind::declared("consent"), "cs_1");
         assert_eq!(
             serde_json::to_string(&consent).unwrap(),
             r#"{"type":"consent","id":"cs_1"}"#
         );
         let login = Purpose {
-            kind: PurposeKind::Login,
+            kind: PurposeKind::declared("login"),
             id: None,
         };
         assert_eq!(

@@ -57,6 +57,9 @@ pub struct ConsentApprovals {
 }
 
 impl ConsentApprovals {
+    /// The purpose kind this domain serves (`purpose.type`: `consent`).
+    pub const KIND: PurposeKind = PurposeKind::declared("consent");
+
     pub fn new(consents: Arc<ConsentService>, directory: Arc<dyn ApplicationDirectory>) -> Self {
         Self {
             consents,
@@ -189,7 +192,7 @@ fn target_error(error: ConsentError) -> TargetError {
 #[async_trait]
 impl ApprovalTarget for ConsentApprovals {
     fn kind(&self) -> PurposeKind {
-        PurposeKind::Consent
+        Self::KIND
     }
 
     async fn describe(&self, id: &str) -> Result<Target, TargetError> {

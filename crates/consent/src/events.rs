@@ -9,6 +9,17 @@ use idconsent_kernel::id::{ClientId, SessionId};
 use serde::Serialize;
 
 use crate::model::Session;
+use idconsent_webhook::EventType;
+
+// The event types this domain emits (the webhook crate knows none by name).
+/// `consent.created`: A consent session (or OAuth request) was created.
+pub const CONSENT_CREATED: EventType = EventType::declared("consent.created");
+/// `consent.approved`: The recipient approved a consent session; an OAuth approval adds its code and claims.
+pub const CONSENT_APPROVED: EventType = EventType::declared("consent.approved");
+/// `consent.rejected`: The recipient rejected a consent session.
+pub const CONSENT_REJECTED: EventType = EventType::declared("consent.rejected");
+/// `consent.expired`: A consent session ended undecided at its expiry.
+pub const CONSENT_EXPIRED: EventType = EventType::declared("consent.expired");
 
 /// `data` of `consent.created`, `consent.approved`, `consent.rejected` and `consent.expired`:
 /// the session as its application reads it, then the fields its intent adds (an OAuth

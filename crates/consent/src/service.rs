@@ -1,3 +1,4 @@
+use crate::events::{CONSENT_APPROVED, CONSENT_CREATED, CONSENT_EXPIRED, CONSENT_REJECTED};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -192,7 +193,7 @@ impl ConsentService {
             .await
             .map_err(|error| ConsentError::Unavailable(Box::new(error)))?;
         let effects = Effects {
-            outbox: vec![self.event(&session, EventType::ConsentCreated, now, &NothingAdded {})],
+            outbox: vec![self.event(&session, CONSENT_CREATED, now, &NothingAdded {})],
             charges: charge.into_iter().collect(),
         };
         match self
@@ -323,8 +324,8 @@ impl ConsentService {
             ..session
         };
         let event_type = match decision {
-            Decision::Approve => EventType::ConsentApproved,
-            Decision::Reject => EventType::ConsentRejected,
+            Decision::Approve => CONSENT_APPROVED,
+            Decision::Reject => CONSENT_REJECTED,
         };
         let mut effects = Effects::events(vec![self.event(&decided, event_type, now, added)]);
         effects.extend(also);
@@ -362,7 +363,7 @@ impl ConsentService {
                     decided_at: Some(at),
                     ..session.clone()
                 },
-                EventType::ConsentExpired,
+                CONSENT_EXPIRED,
                 now,
                 &NothingAdded {},
             );

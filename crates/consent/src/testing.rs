@@ -264,11 +264,11 @@ mod service_tests {
     }
 
     /// The event types written, in name order (events of one instant have no order).
-    fn events(deliveries: &InMemoryDeliveries) -> Vec<&'static str> {
-        let mut types: Vec<&'static str> = deliveries
+    fn events(deliveries: &InMemoryDeliveries) -> Vec<String> {
+        let mut types: Vec<String> = deliveries
             .all()
             .iter()
-            .map(|d| d.event_type.as_str())
+            .map(|d| d.event_type.to_string())
             .collect();
         types.sort_unstable();
         types

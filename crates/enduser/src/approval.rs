@@ -1,6 +1,7 @@
 //! A new device of an enrolled phone as an object its user approves with one of the devices
 //! they already have (purpose `device_add`, ADR 0013).
 
+use crate::events::{DEVICE_ACTIVATED, DEVICE_DEREGISTERED};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -32,6 +33,9 @@ fn unavailable(error: StoreError) -> TargetError {
 }
 
 impl DeviceAddApprovals {
+    /// The purpose kind this domain serves (`purpose.type`: `device_add`).
+    pub const KIND: PurposeKind = PurposeKind::declared("device_add");
+
     pub fn new(
         devices: Arc<dyn DeviceRepository>,
         users: Arc<dyn EnrollmentRepository>,
@@ -75,7 +79,7 @@ impl DeviceAddApprovals {
             .map(|audience| {
                 Outbox::new(
                     self.ids.as_ref(),
-                    event_type,
+                    event_type.clone(),
                     audience.application_id.clone(),
                     audience.environment,
                     now,
@@ -90,7 +94,7 @@ impl DeviceAddApprovals {
 #[async_trait]
 impl ApprovalTarget for DeviceAddApprovals {
     fn kind(&self) -> PurposeKind {
-        PurposeKind::DeviceAdd
+        Self::KIND
     }
 
     async fn describe(&self, id: &str) -> Result<Target, TargetError> {
@@ -146,7 +150,7 @@ impl ApprovalTarget for DeviceAddApprovals {
                 DeviceStatus::Active,
                 Effects::events(self.outbox(
                     &told,
-                    EventType::DeviceActivated,
+                    DEVICE_ACTIVATED,
                     &DeviceActivated {
                         device_id: &device.id,
                         phone: user.phone.as_str(),
@@ -161,7 +165,7 @@ impl ApprovalTarget for DeviceAddApprovals {
                 DeviceStatus::Deregistered,
                 Effects::events(self.outbox(
                     &told,
-                    EventType::DeviceDeregistered,
+                    DEVICE_DEREGISTERED,
                     &DeviceDeregistered {
                         device_id: &device.id,
                         phone: user.phone.as_str(),

@@ -4,6 +4,10 @@
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::events::{
+    AUTH_SUCCESS, DEVICE_DEREGISTERED, DEVICE_RECOVERY_STARTED, DEVICE_REGISTERED,
+    ENROLLMENT_COMPLETED,
+};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +22,7 @@ use serde_json::json;
 
 use crate::model::{
     Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, EnrollmentStatus, Purpose,
-    PurposeKind, RefreshToken,
+    RefreshToken,
 };
 use crate::ports::{
     Admitted, AssertionInputs, ChallengeRepository, DeviceRepository, EnrollmentRepository,
@@ -174,8 +178,8 @@ async fn events_for(stores: &Stores, audience: &Audience) -> Vec<EventType> {
         )
         .await
         .unwrap();
-    let mut types: Vec<EventType> = page.items.iter().map(|d| d.event_type).collect();
-    types.sort_by_key(|t| t.as_str());
+    let mut types: Vec<EventType> = page.items.iter().map(|d| d.event_type.clone()).collect();
+    types.sort();
     types
 }
 
@@ -198,7 +202,7 @@ fn challenge(phone: &PhoneNumber, expires_at: Timestamp) -> Challenge {
     Challenge {
         id: ids().next(),
         purpose: Purpose {
-            kind: PurposeKind::Login,
+            kind: crate::model::LOGIN,
             id: None,
         },
         phone: phone.clone(),
@@ -395,7 +399,7 @@ pub async fn registering_a_device_moves_the_enrollment_once(stores: Stores) {
             &second,
             &enrollment.id,
             at(2),
-            &[event(&audience, EventType::DeviceRegistered, "second")],
+            &[event(&audience, DEVICE_REGISTERED, "second")],
             1,
         )
         .await;
@@ -430,8 +434,8 @@ pub async fn completing_marks_the_user_enrolled_with_its_events(stores: Stores) 
     let (enrollment, user, _) = registered(&stores, Some(audience.clone())).await;
     assert_eq!(user.enrolled_at, None);
     let outbox = [
-        event(&audience, EventType::EnrollmentCompleted, "done"),
-        event(&audience, EventType::AuthSuccess, "done"),
+        event(&audience, ENROLLMENT_COMPLETED, "done"),
+        event(&audience, AUTH_SUCCESS, "done"),
     ];
     assert!(
         stores
@@ -452,7 +456,7 @@ pub async fn completing_marks_the_user_enrolled_with_its_events(stores: Stores) 
     assert_eq!(user.enrolled_at, Some(at(50)));
     assert_eq!(
         events_for(&stores, &audience).await,
-        vec![EventType::AuthSuccess, EventType::EnrollmentCompleted]
+        vec![AUTH_SUCCESS, ENROLLMENT_COMPLETED]
     );
 }
 
@@ -502,11 +506,7 @@ pub async fn blocking_a_device_revokes_its_refresh_tokens(stores: Stores) {
                 &[DeviceStatus::Active, DeviceStatus::Blocked],
                 DeviceStatus::Deregistered,
                 at(30),
-                &Effects::events(vec![event(
-                    &audience,
-                    EventType::DeviceDeregistered,
-                    "gone"
-                )])
+                &Effects::events(vec![event(&audience, DEVICE_DEREGISTERED, "gone")])
             )
             .await
             .unwrap()
@@ -515,7 +515,7 @@ pub async fn blocking_a_device_revokes_its_refresh_tokens(stores: Stores) {
     assert_eq!(stored.status, DeviceStatus::Deregistered);
     assert_eq!(
         events_for(&stores, &audience).await,
-        vec![EventType::DeviceDeregistered]
+        vec![DEVICE_DEREGISTERED]
     );
 }
 
@@ -907,7 +907,7 @@ pub async fn a_registration_judged_on_stale_devices_changes_nothing(stores: Stor
             &second,
             &later.id,
             at(2),
-            &[event(&audience, EventType::DeviceRegistered, "stale")],
+            &[event(&audience, DEVICE_REGISTERED, "stale")],
             0,
         )
         .await;
@@ -968,7 +968,7 @@ pub async fn a_recovery_starts_once_and_comes_due_on_time(stores: Stores) {
                 .start_recovery(
                     &id,
                     at(1_000),
-                    &[event(&audience, EventType::DeviceRecoveryStarted, marker)],
+                    &[event(&audience, DEVICE_RECOVERY_STARTED, marker)],
                 )
                 .await
                 .unwrap()
@@ -982,7 +982,7 @@ pub async fn a_recovery_starts_once_and_comes_due_on_time(stores: Stores) {
     assert!(!started(&pending, "again").await, "once");
     assert_eq!(
         events_for(&stores, &audience).await,
-        vec![EventType::DeviceRecoveryStarted]
+        vec![DEVICE_RECOVERY_STARTED]
     );
     let stored = stores.devices.find(&pending.id).await.unwrap().unwrap();
     assert_eq!(stored.recovery_ends_at, Some(at(1_000)));

@@ -2,6 +2,9 @@
 //! — approved by one of its active devices, or after a recovery's cooling-off period
 //! (ADR 0013).
 
+use crate::events::{
+    DEVICE_ACTIVATED, DEVICE_DEREGISTERED, DEVICE_RECOVERY_STARTED, DEVICE_REGISTERED,
+};
 use idconsent_approval::Audience;
 use idconsent_kernel::id::{DeviceId, EndUserId, TypedId};
 use idconsent_notification::{Address, NewMessage};
@@ -92,7 +95,7 @@ impl EndUserService {
             let owner = self.user(&device.user_id).await?;
             self.event(
                 device.audience.as_ref(),
-                EventType::DeviceDeregistered,
+                DEVICE_DEREGISTERED,
                 DeviceDeregistered {
                     device_id: &device.id,
                     phone: owner.phone.as_str(),
@@ -146,7 +149,7 @@ impl EndUserService {
             // devices, not only the one enrolling now.
             let outbox = self.events_to(
                 &audiences(&existing, enrollment.audience.as_ref()),
-                EventType::DeviceRegistered,
+                DEVICE_REGISTERED,
                 &data,
             );
             match self
@@ -221,7 +224,7 @@ impl EndUserService {
                 others.iter().filter(|other| other.id != device.id),
                 enrollment.audience.as_ref(),
             ),
-            EventType::DeviceRecoveryStarted,
+            DEVICE_RECOVERY_STARTED,
             &DeviceRecoveryStarted {
                 device_id: &device.id,
                 phone: enrollment.phone.as_str(),
@@ -271,7 +274,7 @@ impl EndUserService {
                     others.iter().filter(|other| other.id != device.id),
                     device.audience.as_ref(),
                 ),
-                EventType::DeviceActivated,
+                DEVICE_ACTIVATED,
                 &DeviceActivated {
                     device_id: &device.id,
                     phone: user.phone.as_str(),
@@ -309,7 +312,7 @@ impl EndUserService {
     ) -> Vec<Outbox> {
         audiences
             .iter()
-            .flat_map(|audience| self.event(Some(audience), event_type, data))
+            .flat_map(|audience| self.event(Some(audience), event_type.clone(), data))
             .collect()
     }
 

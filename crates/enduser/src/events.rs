@@ -5,7 +5,24 @@
 use idconsent_approval::Purpose;
 use idconsent_kernel::Timestamp;
 use idconsent_kernel::id::{ChallengeId, DeviceId, EnrollmentId};
+use idconsent_webhook::EventType;
 use serde::Serialize;
+
+// The event types this domain emits (the webhook crate knows none by name).
+/// `auth.success`: An assertion verified, for the object its challenge named.
+pub const AUTH_SUCCESS: EventType = EventType::declared("auth.success");
+/// `auth.failed`: An assertion was refused.
+pub const AUTH_FAILED: EventType = EventType::declared("auth.failed");
+/// `device.registered`: A passkey was registered for an enrolled phone.
+pub const DEVICE_REGISTERED: EventType = EventType::declared("device.registered");
+/// `device.activated`: A device added to an enrolled phone became active.
+pub const DEVICE_ACTIVATED: EventType = EventType::declared("device.activated");
+/// `device.recovery_started`: A new device of a phone with no device left waits out its recovery.
+pub const DEVICE_RECOVERY_STARTED: EventType = EventType::declared("device.recovery_started");
+/// `device.deregistered`: A device was removed.
+pub const DEVICE_DEREGISTERED: EventType = EventType::declared("device.deregistered");
+/// `enrollment.completed`: An enrollment was proven with its new passkey.
+pub const ENROLLMENT_COMPLETED: EventType = EventType::declared("enrollment.completed");
 
 /// `enrollment.completed`: the phone is enrolled, with the device that proved it.
 #[derive(Debug, Serialize)]
@@ -94,7 +111,7 @@ mod tests {
     #[test]
     fn auth_data_names_the_purpose_and_the_reason_only_on_failure() {
         let challenge = ChallengeId::parse("chl_01JDKXA1B2C3D4E5F6G7H8J9K0ABCDEFGHJKMN").unwrap();
-        let purpose = Purpose::new(PurposeKind::Consent, "cs_1");
+        let purpose = Purpose::new(PurposeKind::declared("consent"), "cs_1");
         let success = AuthEventData {
             challenge_id: &challenge,
             purpose: &purpose,

@@ -1,6 +1,13 @@
 //! End users, their enrollments, devices, challenges and refresh tokens.
 
 pub use idconsent_approval::{Audience, Purpose, PurposeKind};
+
+/// Registering a passkey (internal: never named by a client).
+pub const REGISTRATION: PurposeKind = PurposeKind::declared("registration");
+/// Signing in to the app.
+pub const LOGIN: PurposeKind = PurposeKind::declared("login");
+/// Proving a freshly registered passkey works, which completes an enrollment.
+pub const ENROLLMENT: PurposeKind = PurposeKind::declared("enrollment");
 use idconsent_kernel::id::{ChallengeId, DeviceId, EndUserId, EnrollmentId, RefreshFamilyId};
 use idconsent_kernel::{PhoneNumber, Timestamp};
 

@@ -72,6 +72,9 @@ pub struct MandateApprovals {
 }
 
 impl MandateApprovals {
+    /// The purpose kind this domain serves (`purpose.type`: `mandate`).
+    pub const KIND: PurposeKind = PurposeKind::declared("mandate");
+
     pub fn new(mandates: Arc<MandateService>, directory: Arc<dyn ApplicationDirectory>) -> Self {
         Self {
             mandates,
@@ -113,7 +116,7 @@ fn hash_hex(context: &Value) -> String {
 #[async_trait]
 impl ApprovalTarget for MandateApprovals {
     fn kind(&self) -> PurposeKind {
-        PurposeKind::Mandate
+        Self::KIND
     }
 
     async fn describe(&self, id: &str) -> Result<Target, TargetError> {

@@ -5,6 +5,7 @@
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::events::MANDATE_SIGNED;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -100,7 +101,7 @@ fn mandate(application: &ApplicationId, created: Timestamp) -> Mandate {
 fn signed_event(mandate: &Mandate) -> Outbox {
     Outbox::new(
         ids().as_ref(),
-        EventType::MandateSigned,
+        MANDATE_SIGNED,
         mandate.application_id.clone(),
         mandate.environment,
         at(1),
@@ -123,7 +124,7 @@ async fn events_of(stores: &Stores, mandate: &Mandate) -> Vec<EventType> {
     page.items
         .iter()
         .filter(|delivery| String::from_utf8_lossy(&delivery.body).contains(mandate.id.as_str()))
-        .map(|delivery| delivery.event_type)
+        .map(|delivery| delivery.event_type.clone())
         .collect()
 }
 
@@ -214,10 +215,7 @@ pub async fn a_replace_from_the_loaded_version_is_stored_with_its_events(stores:
     let stored = stores.mandates.find(&original.id).await.unwrap().unwrap();
     assert_eq!(stored, active);
     assert_eq!(stored.status, MandateStatus::Active);
-    assert_eq!(
-        events_of(&stores, &original).await,
-        vec![EventType::MandateSigned]
-    );
+    assert_eq!(events_of(&stores, &original).await, vec![MANDATE_SIGNED]);
 
     // A re-authorisation keeps the authorised terms next to the new ones.
     let mut raised = stored.clone();
@@ -301,10 +299,7 @@ pub async fn of_concurrent_replaces_exactly_one_wins(stores: Stores) {
         .filter(|won| *won)
         .count();
     assert_eq!(won, 1);
-    assert_eq!(
-        events_of(&stores, &original).await,
-        vec![EventType::MandateSigned]
-    );
+    assert_eq!(events_of(&stores, &original).await, vec![MANDATE_SIGNED]);
 }
 
 pub async fn lists_filter_by_status_as_of_now_and_type_newest_first(stores: Stores) {

@@ -7,6 +7,11 @@ use idconsent_kernel::id::MandateId;
 use serde::Serialize;
 
 use crate::model::{Mandate, Terms};
+use idconsent_webhook::EventType;
+
+// The event types this domain emits (the webhook crate knows none by name).
+/// `mandate.signed`: The recipient authorised a mandate.
+pub const MANDATE_SIGNED: EventType = EventType::declared("mandate.signed");
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

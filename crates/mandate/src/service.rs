@@ -1,3 +1,4 @@
+use crate::events::MANDATE_SIGNED;
 use std::sync::Arc;
 
 use idconsent_approval::{Decision, Recipient};
@@ -7,7 +8,7 @@ use idconsent_kernel::{
     Timestamp, ValidationErrors, WebUrl,
 };
 use idconsent_notification::{Address, NewMessage, NotificationSender};
-use idconsent_webhook::{Effects, EventType, Outbox};
+use idconsent_webhook::{Effects, Outbox};
 
 use crate::error::MandateError;
 use crate::events::MandateBody;
@@ -421,7 +422,7 @@ impl MandateService {
         let urls: Vec<&str> = mandate.callback_url.as_deref().into_iter().collect();
         Outbox::new(
             self.ports.ids.as_ref(),
-            EventType::MandateSigned,
+            MANDATE_SIGNED,
             mandate.application_id.clone(),
             mandate.environment,
             now,

@@ -164,7 +164,6 @@ mod service_tests {
     };
     use idconsent_notification::Notifier;
     use idconsent_notification::testing::InMemoryMessageStore;
-    use idconsent_webhook::EventType;
     use idconsent_webhook::testing::InMemoryDeliveries;
 
     use super::InMemoryMandates;
@@ -245,7 +244,7 @@ mod service_tests {
             .deliveries
             .all()
             .iter()
-            .filter(|d| d.event_type == EventType::MandateSigned)
+            .filter(|d| d.event_type == crate::events::MANDATE_SIGNED)
             .count()
     }
 

@@ -68,6 +68,9 @@ pub struct SignatureApprovals {
 }
 
 impl SignatureApprovals {
+    /// The purpose kind this domain serves (`purpose.type`: `signature`).
+    pub const KIND: PurposeKind = PurposeKind::declared("signature");
+
     pub fn new(signatures: Arc<SignatureService>) -> Self {
         Self { signatures }
     }
@@ -109,7 +112,7 @@ fn target_error(error: SignatureError) -> TargetError {
 #[async_trait]
 impl ApprovalTarget for SignatureApprovals {
     fn kind(&self) -> PurposeKind {
-        PurposeKind::Signature
+        Self::KIND
     }
 
     async fn describe(&self, id: &str) -> Result<Target, TargetError> {

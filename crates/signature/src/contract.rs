@@ -5,6 +5,7 @@
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::events::SIGNATURE_COMPLETED;
 use std::sync::Arc;
 
 use futures_util::future::join_all;
@@ -115,7 +116,7 @@ fn passkey() -> Evidence {
 fn completed_event(request: &SignatureRequest) -> Outbox {
     Outbox::new(
         ids().as_ref(),
-        EventType::SignatureCompleted,
+        SIGNATURE_COMPLETED,
         request.application_id.clone(),
         request.environment,
         at(1),
@@ -138,7 +139,7 @@ async fn events_of(stores: &Stores, request: &SignatureRequest) -> Vec<EventType
     page.items
         .iter()
         .filter(|delivery| String::from_utf8_lossy(&delivery.body).contains(request.id.as_str()))
-        .map(|delivery| delivery.event_type)
+        .map(|delivery| delivery.event_type.clone())
         .collect()
 }
 
@@ -218,7 +219,7 @@ pub async fn a_replace_from_the_loaded_version_is_stored_with_its_events(stores:
     assert_eq!(stored.status, RequestStatus::Completed);
     assert_eq!(
         events_of(&stores, &original).await,
-        vec![EventType::SignatureCompleted]
+        vec![SIGNATURE_COMPLETED]
     );
 }
 

@@ -6,6 +6,11 @@ use idconsent_kernel::id::SignatureRequestId;
 use serde::Serialize;
 
 use crate::model::SignatureRequest;
+use idconsent_webhook::EventType;
+
+// The event types this domain emits (the webhook crate knows none by name).
+/// `signature.completed`: The last signer signed a signature request.
+pub const SIGNATURE_COMPLETED: EventType = EventType::declared("signature.completed");
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,3 +1,4 @@
+use crate::events::SIGNATURE_COMPLETED;
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use idconsent_kernel::{
     ValidationErrors, WebUrl,
 };
 use idconsent_notification::{Address, NewMessage, NotificationSender};
-use idconsent_webhook::{Effects, EventType, Outbox};
+use idconsent_webhook::{Effects, Outbox};
 use sha2::{Digest, Sha256};
 
 use crate::error::SignatureError;
@@ -406,7 +407,7 @@ impl SignatureService {
         let urls: Vec<&str> = request.callback_url.as_deref().into_iter().collect();
         Outbox::new(
             self.ids.as_ref(),
-            EventType::SignatureCompleted,
+            SIGNATURE_COMPLETED,
             request.application_id.clone(),
             request.environment,
             now,

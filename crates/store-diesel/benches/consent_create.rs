@@ -5,6 +5,7 @@
 //! `cargo bench -p idconsent-store-diesel --bench consent_create`
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use idconsent_consent::events::CONSENT_CREATED;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -22,7 +23,7 @@ use idconsent_kernel::{
 };
 use idconsent_store_diesel::DieselSessionStore;
 use idconsent_store_diesel::testing::TestDatabase;
-use idconsent_webhook::{EventType, Outbox};
+use idconsent_webhook::Outbox;
 
 /// Sandbox creates never ask (only live recipients must be enrolled).
 #[derive(Debug)]
@@ -107,7 +108,7 @@ fn consent_create(c: &mut Criterion) {
                 session.recipient = PhoneNumber::parse(&format!("+1666{n:09}")).unwrap();
                 let outbox = Outbox::new(
                     ids.as_ref(),
-                    EventType::ConsentCreated,
+                    CONSENT_CREATED,
                     session.application_id.clone(),
                     session.environment,
                     now,

@@ -175,7 +175,7 @@ fn assemble(rows: Vec<DeliveryRow>, mut parts: Parts) -> Result<Vec<Delivery>, S
                 .cloned()
                 .ok_or_else(|| corrupt("event"))?;
             Ok(Delivery {
-                event_type: EventType::parse(&event_type).ok_or_else(|| corrupt("event type"))?,
+                event_type: EventType::stored(event_type).map_err(|_| corrupt("event type"))?,
                 environment: Environment::parse(&row.environment)
                     .ok_or_else(|| corrupt("environment"))?,
                 status: DeliveryStatus::parse(&row.status).ok_or_else(|| corrupt("status"))?,

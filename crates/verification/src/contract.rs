@@ -5,6 +5,7 @@
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::events::VERIFICATION_COMPLETED;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -130,7 +131,7 @@ fn outcome() -> Outcome {
 fn completed_event(verification: &Verification) -> Outbox {
     Outbox::new(
         ids().as_ref(),
-        EventType::VerificationCompleted,
+        VERIFICATION_COMPLETED,
         verification.application_id.clone(),
         verification.environment,
         at(5_000),
@@ -152,7 +153,7 @@ async fn events_of(stores: &Stores, verification: &Verification) -> Vec<EventTyp
         .unwrap();
     page.items
         .iter()
-        .map(|delivery| delivery.event_type)
+        .map(|delivery| delivery.event_type.clone())
         .collect()
 }
 
@@ -272,7 +273,7 @@ pub async fn a_completion_is_stored_once_with_its_event(stores: Stores) {
     assert_eq!(store.find(&done.id).await.unwrap(), Some(done));
     assert_eq!(
         events_of(&stores, &original).await,
-        vec![EventType::VerificationCompleted]
+        vec![VERIFICATION_COMPLETED]
     );
     // A finished verification is no job any more.
     assert!(

@@ -6,6 +6,11 @@ use idconsent_kernel::{Environment, Timestamp};
 use serde::Serialize;
 
 use crate::model::{Checks, ExtractedData, Finding, LivenessSignals, ModelUsed, Verification};
+use idconsent_webhook::EventType;
+
+// The event types this domain emits (the webhook crate knows none by name).
+/// `verification.completed`: An identity verification reached its result.
+pub const VERIFICATION_COMPLETED: EventType = EventType::declared("verification.completed");
 
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -1,3 +1,4 @@
+use crate::events::VERIFICATION_COMPLETED;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -8,7 +9,7 @@ use idconsent_kernel::{
     BlobStore, Clock, Environment, IdGenerator, Metering, Metric, Nudge, QuotaExceeded, Timestamp,
     ValidationErrors,
 };
-use idconsent_webhook::{Effects, EventType, Outbox};
+use idconsent_webhook::{Effects, Outbox};
 
 use crate::analysis::{AnalysisError, BarcodeReader, FaceMatcher, ImageAnalyzer, MrzReader};
 use crate::country::is_country;
@@ -369,7 +370,7 @@ impl VerificationService {
         let urls: Vec<&str> = job.callback_url.as_deref().into_iter().collect();
         let event = Outbox::new(
             self.ports.ids.as_ref(),
-            EventType::VerificationCompleted,
+            VERIFICATION_COMPLETED,
             job.application_id.clone(),
             job.environment,
             self.now(),

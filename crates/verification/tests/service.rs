@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use idconsent_verification::events::VERIFICATION_COMPLETED;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,7 +22,6 @@ use idconsent_verification::{
     VerificationError, VerificationPorts, VerificationService, VerificationSettings,
     VerificationStatus,
 };
-use idconsent_webhook::EventType;
 use idconsent_webhook::testing::InMemoryDeliveries;
 
 struct World {
@@ -150,9 +150,9 @@ async fn a_passport_with_its_holder_is_verified_as_far_as_can_be_checked() {
         .deliveries
         .all()
         .into_iter()
-        .map(|delivery| delivery.event_type)
+        .map(|delivery| delivery.event_type.clone())
         .collect();
-    assert_eq!(events, vec![EventType::VerificationCompleted]);
+    assert_eq!(events, vec![VERIFICATION_COMPLETED]);
     // The images are not kept once the result is stored.
     for key in [&done_images.front, &done_images.selfie] {
         assert!(world.blobs.get(key).await.unwrap().is_none(), "{key}");

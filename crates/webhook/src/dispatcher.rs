@@ -359,7 +359,7 @@ mod tests {
             .map(|application| {
                 Outbox::new(
                     &ids,
-                    EventType::ConsentCreated,
+                    EventType::declared("consent.created"),
                     (*application).clone(),
                     Environment::Sandbox,
                     clock.now(),

@@ -99,7 +99,7 @@ mod tests {
         Delivery {
             id: DeliveryId::from_trusted(format!("whd_{application}_{n}")),
             event_id: EventId::from_trusted(format!("evt_{n}")),
-            event_type: EventType::ConsentCreated,
+            event_type: EventType::declared("consent.created"),
             application_id: ApplicationId::from_trusted(application.to_owned()),
             environment: Environment::Sandbox,
             url: "https://shop.example/hooks".into(),

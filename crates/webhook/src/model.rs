@@ -1,3 +1,4 @@
+use std::borrow::Cow;
 use std::fmt;
 
 use idconsent_kernel::id::{ApplicationId, DeliveryId, EventId};
@@ -5,64 +6,40 @@ use idconsent_kernel::{Environment, IdGenerator, Timestamp};
 use serde::Serialize;
 use serde_json::Value;
 
-/// Every event type (spec §6 plus CONTRACT §8).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum EventType {
-    ConsentCreated,
-    ConsentApproved,
-    ConsentRejected,
-    ConsentExpired,
-    AuthSuccess,
-    AuthFailed,
-    DeviceRegistered,
-    DeviceActivated,
-    DeviceRecoveryStarted,
-    DeviceDeregistered,
-    EnrollmentCompleted,
-    MandateSigned,
-    SignatureCompleted,
-    VerificationCompleted,
-}
+/// The type of an event (`consent.approved`, `mandate.signed`, …), declared by the domain that
+/// emits it as a constant (`idconsent_consent::events::CONSENT_APPROVED`): the webhook crate
+/// knows none of them, so a new domain brings its events without touching this crate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EventType(Cow<'static, str>);
+
+/// A stored event type that is not of the form `domain.happening`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not an event type: {0:?}")]
+pub struct InvalidEventType(pub String);
 
 impl EventType {
-    pub const ALL: [EventType; 14] = [
-        EventType::ConsentCreated,
-        EventType::ConsentApproved,
-        EventType::ConsentRejected,
-        EventType::ConsentExpired,
-        EventType::AuthSuccess,
-        EventType::AuthFailed,
-        EventType::DeviceRegistered,
-        EventType::DeviceActivated,
-        EventType::DeviceRecoveryStarted,
-        EventType::DeviceDeregistered,
-        EventType::EnrollmentCompleted,
-        EventType::MandateSigned,
-        EventType::SignatureCompleted,
-        EventType::VerificationCompleted,
-    ];
+    /// A domain's event type: `domain.happening`, lower case.
+    pub const fn declared(name: &'static str) -> Self {
+        Self(Cow::Borrowed(name))
+    }
 
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EventType::ConsentCreated => "consent.created",
-            EventType::ConsentApproved => "consent.approved",
-            EventType::ConsentRejected => "consent.rejected",
-            EventType::ConsentExpired => "consent.expired",
-            EventType::AuthSuccess => "auth.success",
-            EventType::AuthFailed => "auth.failed",
-            EventType::DeviceRegistered => "device.registered",
-            EventType::DeviceActivated => "device.activated",
-            EventType::DeviceRecoveryStarted => "device.recovery_started",
-            EventType::DeviceDeregistered => "device.deregistered",
-            EventType::EnrollmentCompleted => "enrollment.completed",
-            EventType::MandateSigned => "mandate.signed",
-            EventType::SignatureCompleted => "signature.completed",
-            EventType::VerificationCompleted => "verification.completed",
+    /// An event type read back from storage: lower-case ASCII words, at least two, joined by
+    /// dots (`underscore_words` allowed), at most 64 characters.
+    pub fn stored(name: String) -> Result<Self, InvalidEventType> {
+        let well_formed = name.len() <= 64
+            && name.split('.').count() >= 2
+            && name.split('.').all(|word| {
+                !word.is_empty() && word.bytes().all(|b| b.is_ascii_lowercase() || b == b'_')
+            });
+        if well_formed {
+            Ok(Self(Cow::Owned(name)))
+        } else {
+            Err(InvalidEventType(name))
         }
     }
 
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|t| t.as_str() == text)
+    pub fn as_str(&self) -> &str {
+        &self.0
     }
 }
 
@@ -88,7 +65,7 @@ pub struct Event {
 struct Body<'a> {
     id: &'a str,
     #[serde(rename = "type")]
-    event_type: &'static str,
+    event_type: &'a str,
     created_at: String,
     data: &'a Value,
 }
@@ -231,7 +208,7 @@ mod tests {
     fn the_body_is_the_contract_shape() {
         let event = Event {
             id: EventId::parse("evt_01JDKXB2C3D4E5F6G7H8J9K0LM").unwrap(),
-            event_type: EventType::ConsentApproved,
+            event_type: EventType::declared("consent.approved"),
             application_id: ApplicationId::parse("app_01JDKX9Q6N8V3T5R7W2Y4Z6B8C").unwrap(),
             environment: Environment::Sandbox,
             created_at: Timestamp::parse_rfc3339("2025-11-21T10:01:00Z").unwrap(),
@@ -245,9 +222,23 @@ mod tests {
     }
 
     #[test]
-    fn event_types_round_trip() {
-        for event_type in EventType::ALL {
-            assert_eq!(EventType::parse(event_type.as_str()), Some(event_type));
+    fn stored_event_types_are_checked_for_their_form() {
+        for name in ["consent.approved", "device.recovery_started", "a.b.c"] {
+            assert_eq!(
+                EventType::stored(name.into()).unwrap(),
+                EventType::declared(name)
+            );
         }
+        for name in [
+            "",
+            "consent",
+            "consent.",
+            ".approved",
+            "Consent.Approved",
+            "a b.c",
+        ] {
+            assert!(EventType::stored(name.into()).is_err(), "{name:?}");
+        }
+        assert!(EventType::stored(format!("a.{}", "b".repeat(63))).is_err());
     }
 }

@@ -42,7 +42,7 @@ impl InMemoryDeliveries {
                 let delivery = Delivery {
                     id: destination.delivery_id.clone(),
                     event_id: event.id.clone(),
-                    event_type: event.event_type,
+                    event_type: event.event_type.clone(),
                     application_id: event.application_id.clone(),
                     environment: event.environment,
                     url: destination.url.clone(),

@@ -7,8 +7,8 @@
 
 use std::time::Duration;
 
-use idconsent_kernel::id::ApplicationId;
 use idconsent_kernel::Environment;
+use idconsent_kernel::id::ApplicationId;
 use idconsent_webhook::Effects;
 
 use super::{Stores, at, ids, phone, session};

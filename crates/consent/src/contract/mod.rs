@@ -5,6 +5,7 @@
 // Test support: a failed expectation is a failed test.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::events::{CONSENT_APPROVED, CONSENT_CREATED, CONSENT_EXPIRED, CONSENT_REJECTED};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -133,7 +134,7 @@ fn limits() -> FloodLimits {
 }
 
 async fn create(stores: &Stores, session: &Session, now: Timestamp) -> Result<(), CreateError> {
-    let event = outbox(session, EventType::ConsentCreated, now);
+    let event = outbox(session, CONSENT_CREATED, now);
     stores
         .sessions
         .create(session, &Effects::events(vec![event]), &limits(), now)
@@ -155,7 +156,7 @@ async fn events_of(stores: &Stores, session: &Session) -> Vec<EventType> {
         .items
         .iter()
         .filter(|delivery| String::from_utf8_lossy(&delivery.body).contains(session.id.as_str()))
-        .map(|delivery| (delivery.created_at, delivery.event_type))
+        .map(|delivery| (delivery.created_at, delivery.event_type.clone()))
         .collect();
     types.sort_by_key(|(created, _)| *created);
     types.into_iter().map(|(_, t)| t).collect()
@@ -169,10 +170,7 @@ pub async fn a_created_session_comes_back_with_its_event(stores: Stores) {
         stores.sessions.find(&original.id).await.unwrap(),
         Some(original.clone())
     );
-    assert_eq!(
-        events_of(&stores, &original).await,
-        vec![EventType::ConsentCreated]
-    );
+    assert_eq!(events_of(&stores, &original).await, vec![CONSENT_CREATED]);
     assert!(stores.sessions.find(&ids().next()).await.unwrap().is_none());
 }
 
@@ -336,7 +334,7 @@ pub async fn a_decision_is_recorded_once_with_its_event(stores: Stores) {
     let application: ApplicationId = ids().next();
     let original = session(&application, Environment::Sandbox, &phone(), at(0));
     create(&stores, &original, at(0)).await.unwrap();
-    let approved = outbox(&original, EventType::ConsentApproved, at(100));
+    let approved = outbox(&original, CONSENT_APPROVED, at(100));
     stores
         .sessions
         .decide(
@@ -350,7 +348,7 @@ pub async fn a_decision_is_recorded_once_with_its_event(stores: Stores) {
     let stored = stores.sessions.find(&original.id).await.unwrap().unwrap();
     assert_eq!(stored.status, SessionStatus::Approved);
     assert_eq!(stored.decided_at, Some(at(100)));
-    let rejected = outbox(&original, EventType::ConsentRejected, at(200));
+    let rejected = outbox(&original, CONSENT_REJECTED, at(200));
     let again = stores
         .sessions
         .decide(
@@ -363,7 +361,7 @@ pub async fn a_decision_is_recorded_once_with_its_event(stores: Stores) {
     assert!(matches!(again, Err(StoreError::NotPending)), "{again:?}");
     assert_eq!(
         events_of(&stores, &original).await,
-        vec![EventType::ConsentCreated, EventType::ConsentApproved],
+        vec![CONSENT_CREATED, CONSENT_APPROVED],
         "the refused decision wrote no event"
     );
 }
@@ -382,9 +380,9 @@ pub async fn of_concurrent_decisions_exactly_one_wins(stores: Stores) {
                 SessionStatus::Rejected
             };
             let event_type = if i % 2 == 0 {
-                EventType::ConsentApproved
+                CONSENT_APPROVED
             } else {
-                EventType::ConsentRejected
+                CONSENT_REJECTED
             };
             let event = outbox(&original, event_type, at(50));
             stores
@@ -454,7 +452,7 @@ pub async fn due_sessions_expire_once(stores: Stores) {
         let stores = stores.clone();
         let due = due.clone();
         async move {
-            let event = outbox(&due, EventType::ConsentExpired, now);
+            let event = outbox(&due, CONSENT_EXPIRED, now);
             stores
                 .sessions
                 .expire(&due.id, due.expires_at, &[event])
@@ -469,7 +467,7 @@ pub async fn due_sessions_expire_once(stores: Stores) {
     assert_eq!(stored.decided_at, Some(due.expires_at));
     assert_eq!(
         events_of(&stores, &due).await,
-        vec![EventType::ConsentCreated, EventType::ConsentExpired]
+        vec![CONSENT_CREATED, CONSENT_EXPIRED]
     );
     assert!(
         !stores
@@ -498,7 +496,7 @@ pub async fn a_create_over_its_quota_writes_nothing(stores: Stores) {
     for n in 0..3 {
         let session = session(&application, Environment::Live, &phone(), at(n));
         let effects = Effects {
-            outbox: vec![outbox(&session, EventType::ConsentCreated, at(n))],
+            outbox: vec![outbox(&session, CONSENT_CREATED, at(n))],
             charges: vec![charge(&merchant, Metric::Consents, 2)],
         };
         created.push((
@@ -544,7 +542,7 @@ pub async fn a_decision_over_its_quota_writes_nothing(stores: Stores) {
     create(&stores, &first, at(0)).await.unwrap();
     create(&stores, &second, at(0)).await.unwrap();
     let approving = |session: &Session| Effects {
-        outbox: vec![outbox(session, EventType::ConsentApproved, at(1))],
+        outbox: vec![outbox(session, CONSENT_APPROVED, at(1))],
         charges: vec![charge(&merchant, Metric::Authentications, 1)],
     };
     stores
@@ -569,10 +567,7 @@ pub async fn a_decision_over_its_quota_writes_nothing(stores: Stores) {
     assert!(matches!(refused, Err(StoreError::Quota(_))), "{refused:?}");
     let unchanged = stores.sessions.find(&second.id).await.unwrap().unwrap();
     assert_eq!(unchanged.status, SessionStatus::Pending);
-    assert_eq!(
-        events_of(&stores, &second).await,
-        vec![EventType::ConsentCreated]
-    );
+    assert_eq!(events_of(&stores, &second).await, vec![CONSENT_CREATED]);
 }
 
 pub async fn concurrent_charges_never_exceed_the_quota(stores: Stores) {

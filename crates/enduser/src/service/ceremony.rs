@@ -1,11 +1,11 @@
 //! Ceremonies: a challenge for a purpose, the assertion verified and spent, the decision applied.
 
+use crate::events::{AUTH_FAILED, AUTH_SUCCESS};
 use std::time::Duration;
 
 use idconsent_approval::{ApprovedVia, Approver, Decision, Effects, TargetError};
 use idconsent_kernel::id::{ChallengeId, DeviceId, EnrollmentId, TypedId};
 use idconsent_kernel::{Metric, PhoneNumber, ValidationErrors};
-use idconsent_webhook::EventType;
 use serde_json::Value;
 
 use super::{
@@ -17,7 +17,8 @@ use crate::commitment::{context_hash, derive_challenge};
 use crate::context::{EnrollmentContext, LoginContext};
 use crate::error::EndUserError;
 use crate::model::{
-    Audience, Challenge, Device, DeviceStatus, EndUser, EnrollmentStatus, Purpose, PurposeKind,
+    Audience, Challenge, Device, DeviceStatus, ENROLLMENT, EndUser, EnrollmentStatus, LOGIN,
+    Purpose, PurposeKind, REGISTRATION,
 };
 use crate::ports::{PasskeyError, Spent, StoredPasskey};
 
@@ -31,26 +32,32 @@ impl EndUserService {
     ) -> Result<AuthenticationStart, EndUserError> {
         let mut errors = ValidationErrors::new();
         let phone = errors.check("phone", PhoneNumber::parse(phone));
-        let kind = PurposeKind::parse(purpose_type).filter(|k| *k != PurposeKind::Registration);
+        // The app names its own ceremonies (`login`, `enrollment`) or any kind the deployment's
+        // approval registry serves; the list in the message is the registry's.
+        let kind = PurposeKind::named(purpose_type)
+            .ok()
+            .filter(|k| *k == LOGIN || *k == ENROLLMENT || self.ports.approvals.serves(k));
         if kind.is_none() {
+            let served: Vec<&str> = self
+                .ports
+                .approvals
+                .kinds()
+                .map(PurposeKind::as_str)
+                .collect();
             errors.push(
                 "purpose.type",
-                "must be login, enrollment, consent, mandate, signature or device_add",
+                format!("must be one of: login, enrollment, {}", served.join(", ")),
             );
         }
-        let needs_id = kind.is_some_and(|k| k != PurposeKind::Login);
+        let needs_id = kind.as_ref().is_some_and(|k| *k != LOGIN);
         let purpose_id = purpose_id.filter(|id| !id.trim().is_empty());
         if needs_id && purpose_id.is_none() {
             errors.push("purpose.id", "is required for this purpose");
         }
         let (phone, kind) = errors.finish_with(|| Some((phone?, kind?)))?;
         let purpose = Purpose {
+            id: if kind == LOGIN { None } else { purpose_id },
             kind,
-            id: if kind == PurposeKind::Login {
-                None
-            } else {
-                purpose_id
-            },
         };
 
         let user = self
@@ -64,8 +71,8 @@ impl EndUserService {
         // device of the user.
         let mut enrollment_device: Option<DeviceId> = None;
         let context =
-            match kind {
-                PurposeKind::Enrollment => {
+            if purpose.kind == ENROLLMENT {
+                {
                     let enrollment = self
                         .enrollment(purpose.id.as_deref().unwrap_or_default())
                         .await?;
@@ -81,9 +88,12 @@ impl EndUserService {
                     enrollment_device = enrollment.device_id.clone();
                     context_value(EnrollmentContext::new(&enrollment.id, phone.as_str()))?
                 }
-                _ if user.enrolled_at.is_none() => return Err(NOT_ENROLLED),
-                PurposeKind::Login => context_value(LoginContext::new(phone.as_str()))?,
-                _ => {
+            } else if user.enrolled_at.is_none() {
+                return Err(NOT_ENROLLED);
+            } else if purpose.kind == LOGIN {
+                context_value(LoginContext::new(phone.as_str()))?
+            } else {
+                {
                     let target = self.ports.approvals.describe(&purpose).await.map_err(
                         |error| match error {
                             TargetError::NotFound => TARGET_NOT_FOUND,
@@ -155,20 +165,18 @@ impl EndUserService {
     ) -> Result<Completed, EndUserError> {
         let asserted = self.assert(challenge_id, credential, None).await?;
         let purpose = asserted.challenge.purpose.clone();
-        let status = match purpose.kind {
-            PurposeKind::Login => "authenticated".to_owned(),
-            PurposeKind::Enrollment => {
-                self.complete_enrollment(&asserted).await?;
-                EnrollmentStatus::Completed.as_str().to_owned()
-            }
-            _ => {
-                let decision = if approve {
-                    Decision::Approve
-                } else {
-                    Decision::Reject
-                };
-                self.decide(&asserted, decision).await?
-            }
+        let status = if purpose.kind == LOGIN {
+            "authenticated".to_owned()
+        } else if purpose.kind == ENROLLMENT {
+            self.complete_enrollment(&asserted).await?;
+            EnrollmentStatus::Completed.as_str().to_owned()
+        } else {
+            let decision = if approve {
+                Decision::Approve
+            } else {
+                Decision::Reject
+            };
+            self.decide(&asserted, decision).await?
         };
         Ok(Completed { purpose, status })
     }
@@ -199,7 +207,7 @@ impl EndUserService {
         };
         let data = auth_data(&asserted.challenge, Some(&asserted.device.id), None);
         let also = |audience: &idconsent_approval::Audience| Effects {
-            outbox: self.event(Some(audience), EventType::AuthSuccess, &data),
+            outbox: self.event(Some(audience), AUTH_SUCCESS, &data),
             charges: charge.iter().cloned().collect(),
         };
         let approver = Approver {
@@ -255,7 +263,7 @@ impl EndUserService {
             .await?;
         let challenge = inputs
             .challenge
-            .filter(|challenge| challenge.purpose.kind != PurposeKind::Registration)
+            .filter(|challenge| challenge.purpose.kind != REGISTRATION)
             .ok_or(INVALID_CHALLENGE)?;
         let claimed = Claimed {
             credential_id,
@@ -360,7 +368,7 @@ impl EndUserService {
         let audience = self.audience_of(&challenge.purpose).await;
         let outbox = self.event(
             audience.as_ref(),
-            EventType::AuthFailed,
+            AUTH_FAILED,
             auth_data(challenge, device, Some(&error.to_string())),
         );
         if outbox.is_empty() {
@@ -373,13 +381,13 @@ impl EndUserService {
 
     /// Who hears about assertions for a purpose: the object's application, if any.
     async fn audience_of(&self, purpose: &Purpose) -> Option<Audience> {
-        match purpose.kind {
-            PurposeKind::Registration | PurposeKind::Login => None,
-            PurposeKind::Enrollment => {
-                let id = EnrollmentId::parse(purpose.id.as_deref()?).ok()?;
-                self.ports.enrollments.find(&id).await.ok()??.audience
-            }
-            _ => self.ports.approvals.audience(purpose).await.ok()?,
+        if purpose.kind == REGISTRATION || purpose.kind == LOGIN {
+            None
+        } else if purpose.kind == ENROLLMENT {
+            let id = EnrollmentId::parse(purpose.id.as_deref()?).ok()?;
+            self.ports.enrollments.find(&id).await.ok()??.audience
+        } else {
+            self.ports.approvals.audience(purpose).await.ok()?
         }
     }
 }

@@ -1,9 +1,9 @@
 //! Enrollment: the SMS code, the passkey's registration and the enrollment's proof.
 
+use crate::events::{AUTH_SUCCESS, ENROLLMENT_COMPLETED};
 use idconsent_kernel::id::{ChallengeId, EnrollmentId, TypedId};
 use idconsent_kernel::{DisplayText, PhoneNumber, ValidationErrors};
 use idconsent_notification::{Address, NewMessage};
-use idconsent_webhook::EventType;
 use serde_json::Value;
 
 use super::{
@@ -14,8 +14,8 @@ use super::{
 use crate::error::EndUserError;
 use crate::events::EnrollmentCompleted;
 use crate::model::{
-    Audience, Challenge, Device, DeviceStatus, EndUser, Enrollment, EnrollmentStatus, Purpose,
-    PurposeKind,
+    Audience, Challenge, Device, DeviceStatus, ENROLLMENT, EndUser, Enrollment, EnrollmentStatus,
+    Purpose, REGISTRATION,
 };
 use crate::ports::Admitted;
 
@@ -179,7 +179,7 @@ impl EndUserService {
         let challenge = Challenge {
             id: self.ports.ids.next(),
             purpose: Purpose {
-                kind: PurposeKind::Registration,
+                kind: REGISTRATION,
                 id: Some(enrollment.id.to_string()),
             },
             phone: enrollment.phone.clone(),
@@ -205,7 +205,7 @@ impl EndUserService {
         let challenge = self
             .find_challenge(challenge_id)
             .await?
-            .filter(|challenge| challenge.purpose.kind == PurposeKind::Registration)
+            .filter(|challenge| challenge.purpose.kind == REGISTRATION)
             .ok_or(INVALID_CHALLENGE)?;
         let passkey = self
             .ports
@@ -262,7 +262,7 @@ impl EndUserService {
         credential: &Value,
     ) -> Result<Enrollment, EndUserError> {
         let expected = Purpose {
-            kind: PurposeKind::Enrollment,
+            kind: ENROLLMENT,
             id: Some(enrollment_id.to_owned()),
         };
         let asserted = self
@@ -286,7 +286,7 @@ impl EndUserService {
         let now = self.now();
         let mut outbox = self.event(
             enrollment.audience.as_ref(),
-            EventType::EnrollmentCompleted,
+            ENROLLMENT_COMPLETED,
             EnrollmentCompleted {
                 enrollment_id: &enrollment.id,
                 phone: enrollment.phone.as_str(),
@@ -297,7 +297,7 @@ impl EndUserService {
         );
         outbox.extend(self.event(
             enrollment.audience.as_ref(),
-            EventType::AuthSuccess,
+            AUTH_SUCCESS,
             auth_data(&asserted.challenge, Some(&asserted.device.id), None),
         ));
         if !self

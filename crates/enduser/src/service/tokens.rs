@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{EndUserService, INVALID_TOKEN, REFRESH_PURPOSE, TokenPair, check_installation};
 use crate::error::EndUserError;
-use crate::model::{DeviceStatus, EndUser, Purpose, PurposeKind, RefreshToken};
+use crate::model::{DeviceStatus, EndUser, LOGIN, Purpose, RefreshToken};
 use crate::ports::{AccessClaims, NextToken, Rotation};
 
 impl EndUserService {
@@ -20,7 +20,7 @@ impl EndUserService {
     ) -> Result<TokenPair, EndUserError> {
         let installation = check_installation(installation)?;
         let login = Purpose {
-            kind: PurposeKind::Login,
+            kind: LOGIN,
             id: None,
         };
         let asserted = self.assert(challenge_id, credential, Some(&login)).await?;

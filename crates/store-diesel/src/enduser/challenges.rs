@@ -50,7 +50,7 @@ impl ChallengeRow {
         let bad = |column: &str| corrupt("fido_challenges", column, &self.id);
         Ok(Challenge {
             purpose: Purpose {
-                kind: PurposeKind::parse(&self.purpose_type).ok_or_else(|| bad("purpose_type"))?,
+                kind: PurposeKind::named(&self.purpose_type).map_err(|_| bad("purpose_type"))?,
                 id: self.purpose_id,
             },
             phone: PhoneNumber::parse(&self.phone).map_err(|_| bad("phone"))?,

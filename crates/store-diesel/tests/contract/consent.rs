@@ -1,3 +1,4 @@
+use idconsent_consent::events::CONSENT_CREATED;
 use std::sync::Arc;
 
 use idconsent_consent::contract::Stores;
@@ -35,7 +36,7 @@ async fn two_processes_batches_share_the_limits_and_never_deadlock() {
         SystemClock, Timestamp, UlidGenerator, UsagePeriod,
     };
     use idconsent_store_diesel::{Db, DbOptions};
-    use idconsent_webhook::{Effects, EventType, Outbox};
+    use idconsent_webhook::{Effects, Outbox};
 
     let Some(database) = TestDatabase::postgres() else {
         return;
@@ -103,7 +104,7 @@ async fn two_processes_batches_share_the_limits_and_never_deadlock() {
         let effects = Effects {
             outbox: vec![Outbox::new(
                 ids.as_ref(),
-                EventType::ConsentCreated,
+                CONSENT_CREATED,
                 application.clone(),
                 Environment::Live,
                 now,

@@ -81,7 +81,7 @@ fn outbox(
 ) -> Outbox {
     Outbox::new(
         ids().as_ref(),
-        EventType::ConsentCreated,
+        EventType::declared("consent.created"),
         application.clone(),
         environment,
         created,
@@ -146,7 +146,7 @@ pub async fn enqueued_deliveries_are_pending_and_listed_newest_first(
     let delivery = &page.items[2];
     assert_eq!(delivery.status, DeliveryStatus::Pending);
     assert_eq!(delivery.event_id, first.event.id);
-    assert_eq!(delivery.event_type, EventType::ConsentCreated);
+    assert_eq!(delivery.event_type, EventType::declared("consent.created"));
     assert_eq!(delivery.url, "https://a.example/hooks");
     assert_eq!(delivery.body, first.body);
     assert_eq!(delivery.next_attempt_at, Some(at(0)));

@@ -111,7 +111,7 @@ pub struct AssertionOptions {
 pub struct PurposeView {
     /// `login`, `enrollment`, `consent`, `mandate` or `signature`.
     #[serde(rename = "type")]
-    kind: &'static str,
+    kind: String,
     /// The enrollment, session, mandate or signature request; `null` for `login`.
     #[schema(required = true)]
     id: Option<String>,
@@ -120,7 +120,7 @@ pub struct PurposeView {
 impl From<&Purpose> for PurposeView {
     fn from(purpose: &Purpose) -> Self {
         Self {
-            kind: purpose.kind.as_str(),
+            kind: purpose.kind.to_string(),
             id: purpose.id.clone(),
         }
     }

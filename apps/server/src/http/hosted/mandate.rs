@@ -3,9 +3,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
-use idconsent_approval::{Purpose, PurposeKind};
+use idconsent_approval::Purpose;
 use idconsent_hosted::HostedError;
 use idconsent_kernel::{OsRandom, RandomSource};
+use idconsent_mandate::MandateApprovals;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -20,7 +21,7 @@ use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 
 fn purpose(id: &str) -> Purpose {
-    Purpose::new(PurposeKind::Mandate, id)
+    Purpose::new(MandateApprovals::KIND, id)
 }
 
 /// The page: the terms, then the steps (emailed code, passkey, decision). A mandate no longer

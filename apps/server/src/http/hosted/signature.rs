@@ -6,8 +6,9 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
-use idconsent_approval::{Purpose, PurposeKind};
+use idconsent_approval::Purpose;
 use idconsent_kernel::{OsRandom, RandomSource};
+use idconsent_signature::SignatureApprovals;
 use idconsent_signature::{RequestStatus, SignatureError, SignatureRequest};
 use serde::Deserialize;
 use serde_json::Value;
@@ -24,7 +25,7 @@ use crate::http::extract::ApiJson;
 
 /// The purpose of one signer of one request.
 fn purpose(id: &str, email: &str) -> Purpose {
-    Purpose::new(PurposeKind::Signature, format!("{id}:{}", email.trim()))
+    Purpose::new(SignatureApprovals::KIND, format!("{id}:{}", email.trim()))
 }
 
 async fn request(context: &AppContext, id: &str) -> Result<SignatureRequest, ApiError> {

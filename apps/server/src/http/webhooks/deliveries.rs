@@ -38,7 +38,7 @@ pub struct DeliveryBody {
     id: String,
     /// `evt_…`, also the `webhook-id` header; unchanged on redelivery.
     event_id: String,
-    event_type: &'static str,
+    event_type: String,
     url: String,
     /// `pending`, `succeeded` or `failed`.
     status: &'static str,
@@ -55,7 +55,7 @@ impl From<&Delivery> for DeliveryBody {
         Self {
             id: delivery.id.to_string(),
             event_id: delivery.event_id.to_string(),
-            event_type: delivery.event_type.as_str(),
+            event_type: delivery.event_type.to_string(),
             url: delivery.url.clone(),
             status: delivery.status.as_str(),
             attempts: delivery
