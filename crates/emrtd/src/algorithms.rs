@@ -56,7 +56,7 @@ impl HashAlgorithm {
     }
 
     /// The hash of the concatenation of `parts`.
-    pub(crate) fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
+    pub fn digest(self, parts: &[&[u8]]) -> Vec<u8> {
         fn run<D: Digest>(parts: &[&[u8]]) -> Vec<u8> {
             let mut hasher = D::new();
             for part in parts {
@@ -73,7 +73,8 @@ impl HashAlgorithm {
         }
     }
 
-    pub(crate) fn len(self) -> usize {
+    #[allow(clippy::len_without_is_empty)]
+    pub fn len(self) -> usize {
         match self {
             Self::Sha1 => 20,
             Self::Sha224 => 28,
