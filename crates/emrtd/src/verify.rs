@@ -16,7 +16,7 @@ use crate::trust::TrustStore;
 struct Passive {
     result: PassiveAuthentication,
     verified: Vec<DataGroup>,
-    report_signer: Option<idconsent_verification::chip::DocumentSigner>,
+    document_signer: Option<idconsent_verification::chip::DocumentSigner>,
     csca: Option<idconsent_verification::chip::CscaAnchor>,
     revocation: Revocation,
 }
@@ -25,7 +25,7 @@ fn passive(trust: &TrustStore, check: &ChipCheck) -> Passive {
     let mut outcome = Passive {
         result: PassiveAuthentication::Passed,
         verified: Vec::new(),
-        report_signer: None,
+        document_signer: None,
         csca: None,
         revocation: Revocation::NotChecked,
     };
@@ -36,7 +36,7 @@ fn passive(trust: &TrustStore, check: &ChipCheck) -> Passive {
             return outcome;
         }
     };
-    outcome.report_signer = Some(sod.signed.signer.document_signer());
+    outcome.document_signer = Some(sod.signed.signer.document_signer());
     // Hashes are compared whatever else fails, so a report names every data group that matched.
     let mut hash_failure = None;
     for group in check.evidence.present() {
@@ -142,7 +142,7 @@ pub fn verify_blocking(trust: &TrustStore, check: &ChipCheck) -> ChipReport {
         active_authentication: active,
         chip_authentication,
         data_groups_verified: passive.verified,
-        document_signer: passive.report_signer,
+        document_signer: passive.document_signer,
         csca: passive.csca,
         revocation: passive.revocation,
         mrz,

@@ -233,6 +233,11 @@ fn a_document_signer_from_an_untrusted_csca_fails() {
     let report = world.verify(chip.files(None), None);
     assert_eq!(failure(&report), PassiveFailure::UntrustedDocumentSigner);
     assert!(report.csca.is_none());
+    // Claiming the trusted CSCA's name and key id: only the signature tells.
+    let mut claimant = Csca::impostor_of(&world.csca, KeyAlgorithm::P256);
+    let signer = claimant.issue(KeyAlgorithm::P256, now().minus(DAY), now().plus(YEAR));
+    let report = world.verify(Chip::build(&specimen(), &signer).files(None), None);
+    assert_eq!(failure(&report), PassiveFailure::UntrustedDocumentSigner);
     // And nothing is trusted by default.
     let report = common::verify(
         &TrustStore::empty(),
@@ -318,4 +323,43 @@ fn a_stale_crl_still_revokes_and_is_reported_stale() {
     world.trust.add_crl(&crl).unwrap();
     let report = world.verify(world.chip(&specimen()).files(None), None);
     assert_eq!(report.revocation, Revocation::NotRevoked { stale: true });
+}
+
+/// Replaces the first occurrence of `from` in `bytes` with `to` (same length).
+#[allow(clippy::expect_used)]
+fn replace(bytes: &mut [u8], from: &[u8], to: &[u8]) {
+    let at = bytes
+        .windows(from.len())
+        .position(|window| window == from)
+        .expect("pattern present");
+    bytes[at..at + to.len()].copy_from_slice(to);
+}
+
+#[test]
+fn a_forged_data_group_with_its_hash_rewritten_in_the_sod_is_refused() {
+    let world = World::ec();
+    let chip = world.chip(&specimen());
+    // The forger changes the birth date in DG1 and writes the new hash into the SOD's security
+    // object; every length stays the same, the signature is untouched.
+    let forged_dg1 = idconsent_emrtd::fixtures::dg1(&idconsent_verification::mrz::compose_td3(
+        "P",
+        "UTO",
+        "ERIKSSON",
+        "ANNA MARIA",
+        "L898902C3",
+        "UTO",
+        "940812",
+        'F',
+        "320415",
+        "",
+    ));
+    let mut files = chip.files(None);
+    let genuine = HashAlgorithm::Sha256.digest(&[&chip.dg1]);
+    let forged = HashAlgorithm::Sha256.digest(&[&forged_dg1]);
+    replace(&mut files.sod, &genuine, &forged);
+    files.dg1 = forged_dg1;
+    let report = world.verify(files, None);
+    // The message-digest attribute no longer matches the security object.
+    assert_eq!(failure(&report), PassiveFailure::SignatureInvalid);
+    assert!(report.authentic_mrz().is_none());
 }
