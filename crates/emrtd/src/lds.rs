@@ -218,3 +218,69 @@ pub(crate) fn aa_key_der(dg15: &[u8]) -> Result<&[u8], String> {
         .map(|spki| spki.raw)
         .map_err(|error| error.to_string())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A 19794-5 record around `image` with image data type `kind`.
+    fn record(kind: u8, image: &[u8]) -> Vec<u8> {
+        let facial = (20 + 12 + image.len()) as u32;
+        let mut out = b"FAC\x00010\x00".to_vec();
+        out.extend((14 + facial).to_be_bytes());
+        out.extend(1u16.to_be_bytes());
+        out.extend(facial.to_be_bytes());
+        out.extend([0u8; 16]);
+        out.extend([1, kind, 0x01, 0xE0, 0x02, 0x80, 1, 2, 0, 0, 0, 0]);
+        out.extend_from_slice(image);
+        out
+    }
+
+    #[test]
+    fn jpeg_and_jpeg_2000_portraits_are_told_apart_by_type_and_magic() {
+        let jpeg = [0xFF, 0xD8, 0xFF, 0xE0, 1, 2, 3];
+        let portrait = facial_record(&record(0, &jpeg)).unwrap();
+        assert_eq!(portrait.format, PortraitFormat::Jpeg);
+        assert_eq!((portrait.width, portrait.height), (480, 640));
+        assert_eq!(portrait.image, jpeg);
+
+        let codestream = [0xFF, 0x4F, 0xFF, 0x51, 9, 9];
+        assert_eq!(
+            facial_record(&record(1, &codestream)).unwrap().format,
+            PortraitFormat::Jpeg2000
+        );
+        let jp2 = [0, 0, 0, 0x0C, 0x6A, 0x50, 0x20, 0x20, 0x0D, 0x0A];
+        assert_eq!(
+            facial_record(&record(1, &jp2)).unwrap().format,
+            PortraitFormat::Jpeg2000
+        );
+        // A type that does not match the bytes, a record that is not 19794-5, a truncated one.
+        assert!(facial_record(&record(1, &jpeg)).is_err());
+        assert!(facial_record(b"\x30\x82\x01\x00 an ISO/IEC 39794-5 record").is_err());
+        let full = record(0, &jpeg);
+        assert!(facial_record(&full[..full.len() - 1]).is_err());
+    }
+
+    #[test]
+    fn dg1_of_each_layout_is_read() {
+        use idconsent_verification::mrz::{MrzFormat, specimen_td1, specimen_td3};
+        let dg1 = |lines: &[String]| {
+            crate::tlv::encode(0x61, &crate::tlv::encode(0x5F1F, lines.concat().as_bytes()))
+        };
+        assert_eq!(
+            mrz(&dg1(&specimen_td3()), 2026).unwrap().format,
+            MrzFormat::Td3
+        );
+        let td1 = mrz(&dg1(&specimen_td1()), 2026).unwrap();
+        assert_eq!(td1.format, MrzFormat::Td1);
+        assert_eq!(td1.document_number, "D23145890");
+        assert!(mrz(&dg1(&["P<UTO".to_owned()]), 2026).is_err());
+        assert!(
+            mrz(
+                &dg1(&[specimen_td3()[0].to_lowercase(), specimen_td3()[1].clone()]),
+                2026
+            )
+            .is_err()
+        );
+    }
+}

@@ -145,3 +145,29 @@ fn a_dg15_the_sod_does_not_vouch_for_proves_nothing() {
     assert_eq!(failed(&report), ActiveFailure::KeyNotAuthenticated);
     assert!(!report.passive_authentication.passed());
 }
+
+#[test]
+fn without_dg14_the_ecdsa_hash_follows_the_key_size() {
+    let world = World::ec();
+    // The SOD covers DG14, but a data group that is not sent is not checked.
+    let matching = world.chip(&with_aa(KeyAlgorithm::P384, HashAlgorithm::Sha384));
+    let mut files = answered(&matching);
+    files.dg14 = None;
+    let report = world.verify(files, Some(CHALLENGE));
+    assert_eq!(report.active_authentication, ActiveAuthentication::Passed);
+
+    // A chip that signs with SHA-1 needs DG14 to say so.
+    let sha1 = world.chip(&with_aa(KeyAlgorithm::P256, HashAlgorithm::Sha1));
+    let mut files = answered(&sha1);
+    files.dg14 = None;
+    assert_eq!(
+        failed(&world.verify(files, Some(CHALLENGE))),
+        ActiveFailure::SignatureInvalid
+    );
+    assert_eq!(
+        world
+            .verify(answered(&sha1), Some(CHALLENGE))
+            .active_authentication,
+        ActiveAuthentication::Passed
+    );
+}
