@@ -181,17 +181,21 @@ impl TrustStore {
 
     /// Adds the CA certificates of a PEM or DER file as anchors; returns how many.
     pub fn add_certificates(&mut self, bytes: &[u8]) -> Result<usize, TrustError> {
-        let mut added = 0;
+        // All or nothing: one unusable certificate rejects the file.
+        let mut certificates = Vec::new();
         for der in documents(bytes) {
             let cert = Cert::from_der(&der).map_err(|e| rejected(format!("{e:?}")))?;
             if !cert.is_ca {
                 return Err(rejected("not a CA certificate (basicConstraints cA)"));
             }
-            self.push(cert, AnchorSource::CertificateFile);
-            added += 1;
+            certificates.push(cert);
         }
-        if added == 0 {
+        if certificates.is_empty() {
             return Err(rejected("no certificate in the file"));
+        }
+        let added = certificates.len();
+        for cert in certificates {
+            self.push(cert, AnchorSource::CertificateFile);
         }
         Ok(added)
     }
