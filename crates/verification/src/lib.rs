@@ -2,6 +2,7 @@
 
 pub mod aamva;
 pub mod analysis;
+pub mod chip;
 mod country;
 mod error;
 pub mod events;
@@ -21,6 +22,10 @@ pub mod testing;
 pub use analysis::{
     AnalysisError, BarcodeReader, FaceComparison, FaceMatcher, FaceSource, ImageAnalyzer,
     ImageFacts, ImageFormat, ImageRejection, MrzReader, NotInstalled,
+};
+pub use chip::{
+    ChipCheck, ChipEvidence, ChipEvidenceError, ChipFiles, ChipReport, ChipVerifier,
+    ChipVerifierError, DataGroup,
 };
 pub use country::is_country;
 pub use error::VerificationError;
