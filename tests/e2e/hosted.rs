@@ -17,7 +17,9 @@ on_both_backends!(
     wrong_codes_lock_the_address_and_resends_wait,
     concurrent_guesses_take_at_most_five_attempts,
     a_mandate_changed_after_the_challenge_is_not_decided,
+    terms_changed_after_the_page_was_rendered_are_not_decided,
     the_page_needs_an_email_mandate_a_token_and_a_passkey,
+    wrong_codes_over_resends_are_counted_ten_a_day,
 );
 
 async fn signed(
@@ -277,7 +279,8 @@ async fn a_mandate_changed_after_the_challenge_is_not_decided(app: TestApp) {
         status(&app, &application, &id).await,
         "pending_authorization"
     );
-    // A fresh confirmation shows the new terms and decides them.
+    // A fresh confirmation on the reloaded page shows the new terms and decides them.
+    visitor.load(&app).await;
     app.advance(Duration::from_secs(61));
     let token = visitor.token(&app).await;
     let step = visitor.passkey_step(&app, &token).await;
@@ -323,6 +326,31 @@ async fn the_page_needs_an_email_mandate_a_token_and_a_passkey(app: TestApp) {
 
     let (created, mut visitor) = mandate_to_email(&app, &application).await;
     let id = created["id"].as_str().unwrap().to_owned();
+    // Only the id as it is spelled names the mandate: another case or padding is nothing (a
+    // second spelling must never get its own attempts).
+    let body = id.trim_start_matches("md_");
+    for other in [
+        format!("MD_{body}"),
+        format!("md_{}", body.to_lowercase()),
+        format!("md_{body}%20"),
+        format!("%20md_{body}"),
+    ] {
+        let page = format!("/mandates/{other}");
+        error(app.get(&page).await, 404, "not_found").await;
+        error(
+            app.post_json(&format!("{page}/code"), &json!({})).await,
+            404,
+            "not_found",
+        )
+        .await;
+        error(
+            app.post_json(&format!("{page}/code/verify"), &json!({"code": "123456"}))
+                .await,
+            404,
+            "not_found",
+        )
+        .await;
+    }
     // No token, a made-up token: nothing.
     for token in ["", &"ab".repeat(32)] {
         error(
@@ -378,5 +406,156 @@ async fn the_page_needs_an_email_mandate_a_token_and_a_passkey(app: TestApp) {
         status(&app, &application, &id).await,
         "pending_authorization"
     );
+    app.stop().await;
+}
+
+/// Issue 31: the page showed 120 EUR, the merchant changed the amount before the passkey step,
+/// and the challenge committed to the new terms — the recipient approved what they never saw.
+/// The page carries the hash of what it rendered; a step with an old hash is 409 and changes
+/// nothing, and the reloaded page decides the new terms.
+async fn terms_changed_after_the_page_was_rendered_are_not_decided(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let (created, mut visitor) = mandate_to_email(&app, &application).await;
+    let id = created["id"].as_str().unwrap().to_owned();
+    let shown = visitor.load(&app).await;
+    assert!(shown.contains("up to 120 EUR, monthly"), "{shown}");
+    let token = visitor.token(&app).await;
+    let path = format!("/v1/service/mandates/{id}");
+    let put = |amount: u32| {
+        let (app, application, path) = (&app, &application, &path);
+        async move {
+            json(
+                signed(
+                    app,
+                    application,
+                    Method::PUT,
+                    path,
+                    Some(&json!({"amount": amount})),
+                )
+                .await,
+                200,
+            )
+            .await
+        }
+    };
+    put(1000).await;
+
+    // The passkey step with what the page showed: refused, the page says to reload.
+    let created_passkey = visitor.register_passkey(&app, &token).await;
+    let refused = error(
+        visitor.assertion_step(&app, &token, &created_passkey).await,
+        409,
+        "conflict",
+    )
+    .await;
+    assert!(
+        refused["message"].as_str().unwrap().contains("reload"),
+        "{refused}"
+    );
+    assert_eq!(refused["details"][0]["field"], "contextHash", "{refused}");
+    assert_eq!(
+        status(&app, &application, &id).await,
+        "pending_authorization"
+    );
+
+    // Reloaded: the page shows the new terms, and the passkey commits to them.
+    let reloaded = visitor.load(&app).await;
+    assert!(reloaded.contains("up to 1000 EUR, monthly"), "{reloaded}");
+    let step = visitor.passkey_step(&app, &token).await;
+    assert_eq!(step["context"]["terms"]["amount"], 1000.0);
+    let assertion = visitor.assert(&step);
+
+    // Changed again after the passkey step: the decision with the page's hash is refused too,
+    // and the token survives for the page reloaded once more.
+    put(2000).await;
+    let refused = error(
+        visitor.decide(&app, &token, "approve", &assertion).await,
+        409,
+        "conflict",
+    )
+    .await;
+    assert!(
+        refused["message"].as_str().unwrap().contains("reload"),
+        "{refused}"
+    );
+    let mandate = json(
+        signed(&app, &application, Method::GET, &path, None).await,
+        200,
+    )
+    .await;
+    assert_eq!(mandate["data"]["status"], "pending_authorization");
+    assert_eq!(mandate["data"]["amount"], 2000.0);
+
+    // Reloaded once more: the terms on the page are the terms approved.
+    let reloaded = visitor.load(&app).await;
+    assert!(reloaded.contains("up to 2000 EUR, monthly"), "{reloaded}");
+    let step = visitor.passkey_step(&app, &token).await;
+    assert_eq!(step["context"]["terms"]["amount"], 2000.0);
+    let assertion = visitor.assert(&step);
+    let decided = json(
+        visitor.decide(&app, &token, "approve", &assertion).await,
+        200,
+    )
+    .await;
+    assert_eq!(decided["data"]["status"], "active");
+    let mandate = json(
+        signed(&app, &application, Method::GET, &path, None).await,
+        200,
+    )
+    .await;
+    assert_eq!(mandate["data"]["amount"], 2000.0);
+    app.stop().await;
+}
+
+/// Issue 31: a resend used to restore five attempts, so 11 wrong codes over three resends still
+/// left the right code a page token. Wrong codes are counted across resends: ten per recipient
+/// and object in 24 hours, then even the right code buys nothing until the window ends.
+async fn wrong_codes_over_resends_are_counted_ten_a_day(app: TestApp) {
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let (_, visitor) = mandate_to_email(&app, &application).await;
+    let mut wrong_codes = 0;
+    let mut code = String::new();
+    for guesses in [4, 4, 2] {
+        code = visitor.code(&app).await;
+        let wrong = if code == "000000" { "111111" } else { "000000" };
+        for _ in 0..guesses {
+            let refused = visitor
+                .post(&app, "/code/verify", &json!({"code": wrong}))
+                .await;
+            assert!(
+                [401, 429].contains(&refused.status().as_u16()),
+                "{}",
+                refused.status()
+            );
+            wrong_codes += 1;
+        }
+        app.advance(Duration::from_secs(61));
+    }
+    assert_eq!(wrong_codes, 10);
+    // The last code is live and has attempts of its own left, but the day's ten are used.
+    let right = visitor
+        .post(&app, "/code/verify", &json!({"code": code}))
+        .await;
+    assert_eq!(right.status(), 429, "the right code bought a page token");
+    let retry: u64 = right.headers()["retry-after"]
+        .to_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let day = 24 * 3600;
+    assert!((day - 4 * 60..=day).contains(&retry), "{retry}");
+    // No new code while the window lasts either.
+    error(
+        visitor.post(&app, "/code", &json!({})).await,
+        429,
+        "rate_limited",
+    )
+    .await;
+    // When the first wrong code is a day old, a new code works again.
+    app.advance(Duration::from_secs(day));
+    let token = visitor.token(&app).await;
+    assert_eq!(token.len(), 64);
     app.stop().await;
 }

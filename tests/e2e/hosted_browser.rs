@@ -137,6 +137,75 @@ async fn the_hosted_page_authorises_and_declines_with_a_passkey_in_the_browser()
     app.stop().await;
 }
 
+/// Issue 31: the merchant changes the terms after the page was loaded. The page's passkey step
+/// is refused, the page says so and offers a reload, and the reloaded page shows — and
+/// authorises — the new terms only.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn terms_changed_after_loading_are_shown_after_a_reload_in_the_browser() {
+    let Some(browser) = Browser::start().await else {
+        return;
+    };
+    browser.add_virtual_authenticator().await;
+    let (app, origin) = app_on_localhost().await;
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let email = PageVisitor::address();
+    let id = mandate_to(&app, &application, &email, "Weekly veg box").await;
+    browser.navigate(&format!("{origin}/mandates/{id}")).await;
+    assert_eq!(browser.text_of("terms").await, "up to 25 GBP, weekly");
+    let code_step = || {
+        let (app, email, browser) = (&app, &email, &browser);
+        async move {
+            browser.click("send").await;
+            browser.wait_for_text("status", "Code sent").await;
+            let code = app.last_message(email).await["code"]
+                .as_str()
+                .unwrap()
+                .to_owned();
+            browser.fill("code", &code).await;
+            browser.click("verify").await;
+            browser.wait_for_text("status", "Address confirmed").await;
+        }
+    };
+    code_step().await;
+    // The merchant raises the amount while the page shows 25 GBP.
+    let bytes = serde_json::to_vec(&json!({"amount": 250})).unwrap();
+    let changed = app
+        .signed(
+            Method::PUT,
+            &format!("/v1/service/mandates/{id}"),
+            &application.sandbox_key,
+            &application.secret,
+            &bytes,
+        )
+        .send()
+        .await
+        .unwrap();
+    json(changed, 200).await;
+    browser.click("passkey").await;
+    browser.wait_for_text("status", "reload the page").await;
+    let reload_shown = browser
+        .execute("return !document.getElementById('reload').hidden && document.getElementById('step-decide').hidden;")
+        .await;
+    assert_eq!(reload_shown, serde_json::Value::Bool(true));
+    assert_eq!(
+        status(&app, &application, &id).await,
+        "pending_authorization"
+    );
+    browser.click("reload").await;
+    browser
+        .wait_for_text("terms", "up to 250 GBP, weekly")
+        .await;
+    app.advance(std::time::Duration::from_secs(61));
+    code_step().await;
+    browser.click("passkey").await;
+    browser.wait_for_text("status", "Passkey confirmed").await;
+    browser.click("approve").await;
+    browser.wait_for_text("status", "Mandate authorised").await;
+    assert_eq!(status(&app, &application, &id).await, "active");
+    app.stop().await;
+}
+
 /// The signing page (issue 15): the signer names their address, confirms it with the emailed
 /// code, sees the document, confirms with a passkey and signs — or declines.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ mod gates;
 mod hosted;
 mod hosted_browser;
 mod identity;
+mod invitations;
 mod limits;
 mod mandates;
 mod merchants;

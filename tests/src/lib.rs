@@ -118,6 +118,22 @@ impl TestApp {
         now.max(previous + 1)
     }
 
+    /// What the service queued for `to`, oldest first, read from its database: production mode
+    /// has no dev mailbox, and with no transport configured its messages stay queued.
+    pub async fn queued_messages(&self, to: &str) -> Vec<idconsent_notification::Message> {
+        use idconsent_notification::MessageStore;
+        let options = idconsent_store_diesel::DbOptions {
+            max_connections: 1,
+            min_idle: 0,
+            ..idconsent_store_diesel::DbOptions::default()
+        };
+        let db = idconsent_store_diesel::Db::open(&self._database.url, &options).unwrap();
+        idconsent_store_diesel::DieselMessageStore::new(db)
+            .list_for(to, 100)
+            .await
+            .unwrap()
+    }
+
     /// The database this app runs on (for a second process on the same data).
     pub fn database_url(&self) -> &str {
         &self._database.url

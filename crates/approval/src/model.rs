@@ -105,12 +105,40 @@ impl Recipient {
 /// An object a purpose names, as its recipient must see it before deciding.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Target {
+    /// The purpose id in the object's own spelling, whatever spelling named it (a signature
+    /// request's signer as the request names them): what limits per object and recipient are
+    /// counted under.
+    pub canonical_id: String,
     /// Only this recipient may decide.
     pub recipient: Recipient,
     /// Exactly what the app shows; the FIDO challenge commits to its canonical hash.
     pub context: Value,
+    /// What a hosted page of the object shows before it knows who is asking, when that is not
+    /// `context` (a signature request's one page serves all its signers). See [`Target::page_hash`].
+    pub page: Option<Value>,
     /// Who hears about assertions for it (`auth.success`, `auth.failed`).
     pub audience: Option<Audience>,
+}
+
+impl Target {
+    /// Hex SHA-256 of what a page of the object shows (`page`, else `context`), canonical JSON
+    /// as for challenges: a page carries it, and a decision made on a page that showed
+    /// something else is refused.
+    pub fn page_hash(&self) -> String {
+        hex_hash(self.page.as_ref().unwrap_or(&self.context))
+    }
+
+    /// Hex SHA-256 of `context` (what a challenge commits to).
+    pub fn context_hash(&self) -> String {
+        hex_hash(&self.context)
+    }
+}
+
+fn hex_hash(value: &Value) -> String {
+    crate::commitment::context_hash(value)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect()
 }
 
 /// The recipient's answer.
@@ -124,9 +152,10 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Approver {
     pub via: ApprovedVia,
-    /// Hex SHA-256 of the context the passkey's challenge committed to. A target whose objects
-    /// can change after a challenge was issued (a mandate's PUT) refuses the decision when the
-    /// object's context now hashes differently.
+    /// Hex SHA-256 of the context the approver agreed to: the one the passkey's challenge
+    /// committed to, or — on a hosted page without a passkey — the one the page was checked
+    /// against when the decision was made. A target refuses the decision when the object's
+    /// context now hashes differently (a mandate's PUT meanwhile).
     pub context_hash: Option<String>,
 }
 

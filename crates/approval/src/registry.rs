@@ -124,8 +124,10 @@ mod tests {
                 return Err(TargetError::NotPending("decided".into()));
             }
             Ok(Target {
+                canonical_id: id.to_owned(),
                 recipient: Recipient::Phone(PhoneNumber::parse("+15551234567").unwrap()),
                 context: json!({"type": "mandate"}),
+                page: None,
                 audience: Some(audience()),
             })
         }

@@ -30,7 +30,12 @@ pub type AlsoFn<'a> = dyn Fn(&Audience) -> Effects + Send + Sync + 'a;
 ///
 /// Contract:
 /// - `describe` returns the object as its recipient must see it; `NotFound` for an unknown or
-///   malformed id, `NotPending` when it can no longer be decided (decided, cancelled, expired).
+///   malformed id — an object's id in another case or with padding is not its id —, `NotPending`
+///   when it can no longer be decided (decided, cancelled, expired). `Target::canonical_id` is
+///   the id as the object spells it: the same for every spelling `describe` accepts (a
+///   signature signer's address in any case), so limits counted under it are counted once.
+/// - `decide` with `by.context_hash` refuses (`NotPending`, nothing written) when the object's
+///   context no longer hashes to it.
 /// - `audience` names who hears about assertions for the object whatever its state (`None`
 ///   when nobody does); `NotFound` for an unknown id.
 /// - `decide` applies `decision` and writes the object's own events together with

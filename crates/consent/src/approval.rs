@@ -218,8 +218,10 @@ impl ApprovalTarget for ConsentApprovals {
         let context = serde_json::to_value(ConsentContext::of(&session, &names, added))
             .map_err(|error| TargetError::Unavailable(Box::new(error)))?;
         Ok(Target {
+            canonical_id: session.id.to_string(),
             recipient: Recipient::Phone(session.recipient.clone()),
             context,
+            page: None,
             audience: Some(audience_of(&session)),
         })
     }

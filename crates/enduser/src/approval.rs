@@ -115,9 +115,11 @@ impl ApprovalTarget for DeviceAddApprovals {
             recovery_ends_at: device.recovery_ends_at,
         };
         Ok(Target {
+            canonical_id: device.id.to_string(),
             recipient: Recipient::Phone(user.phone.clone()),
             context: serde_json::to_value(context)
                 .map_err(|error| TargetError::Unavailable(Box::new(error)))?,
+            page: None,
             audience: device.audience.clone(),
         })
     }

@@ -11,7 +11,8 @@ use std::time::Duration;
 use futures_util::future::join_all;
 use idconsent_kernel::Timestamp;
 
-use crate::ports::{CeremonyStep, ConfirmationStore, Issued, NewCode, Taken};
+use crate::guesses::{GuessPolicy, Taken};
+use crate::ports::{CeremonyStep, ConfirmationStore, Issued, NewCode};
 
 #[macro_export]
 macro_rules! confirmation_store_contract {
@@ -21,6 +22,9 @@ macro_rules! confirmation_store_contract {
             concurrent_issuers_store_once,
             attempts_are_taken_before_comparing_and_the_last_one_locks,
             concurrent_guesses_never_exceed_the_attempts,
+            wrong_guesses_are_counted_across_resends,
+            concurrent_guesses_never_exceed_the_window,
+            a_right_guess_is_given_back,
             a_code_confirms_once_and_buys_a_token,
             ceremony_steps_and_consumption_need_the_live_token,
             expired_subjects_are_forgotten,
@@ -39,6 +43,12 @@ macro_rules! confirmation_store_contract {
 
 const T0: i64 = 1_763_719_200_000;
 const MINUTE: Duration = Duration::from_secs(60);
+const DAY: Duration = Duration::from_secs(24 * 3600);
+const POLICY: GuessPolicy = GuessPolicy {
+    lock: Duration::from_secs(15 * 60),
+    per_window: 10,
+    window: DAY,
+};
 
 fn at(offset_ms: i64) -> Timestamp {
     Timestamp::from_millis(T0 + offset_ms)
@@ -69,6 +79,17 @@ async fn issue(store: &Arc<dyn ConfirmationStore>, new: &NewCode) -> Issued {
         .issue_code(new, new.sent_at.minus(MINUTE), new.sent_at)
         .await
         .unwrap()
+}
+
+async fn take(store: &Arc<dyn ConfirmationStore>, subject: &str, now: Timestamp) -> Taken {
+    store.take_attempt(subject, &POLICY, now).await.unwrap()
+}
+
+fn taken_at(taken: &Taken) -> Timestamp {
+    match taken {
+        Taken::Code { taken_at, .. } => *taken_at,
+        other => panic!("no guess taken: {other:?}"),
+    }
 }
 
 pub async fn a_code_is_issued_at_most_once_a_minute(store: Arc<dyn ConfirmationStore>) {
@@ -117,29 +138,22 @@ pub async fn attempts_are_taken_before_comparing_and_the_last_one_locks(
     store: Arc<dyn ConfirmationStore>,
 ) {
     let subject = subject();
-    assert_eq!(
-        store.take_attempt(&subject, at(0), at(1)).await.unwrap(),
-        Taken::NoCode
-    );
+    assert_eq!(take(&store, &subject, at(0)).await, Taken::NoCode);
     issue(&store, &code(&subject, "h", at(0))).await;
     let lock_until = at(1_000).plus(15 * MINUTE);
     for left in (0..5).rev() {
         assert_eq!(
-            store
-                .take_attempt(&subject, at(1_000), lock_until)
-                .await
-                .unwrap(),
+            take(&store, &subject, at(1_000)).await,
             Taken::Code {
                 code_hash: "h".into(),
-                attempts_left: left
+                attempts_left: left,
+                locked_until: (left == 0).then_some(lock_until),
+                taken_at: at(1_000),
             }
         );
     }
     assert_eq!(
-        store
-            .take_attempt(&subject, at(2_000), lock_until)
-            .await
-            .unwrap(),
+        take(&store, &subject, at(2_000)).await,
         Taken::Locked { until: lock_until }
     );
     // Locked: no new code until the lock ends, then one is issued as usual.
@@ -152,22 +166,21 @@ pub async fn attempts_are_taken_before_comparing_and_the_last_one_locks(
         issue(&store, &code(&subject, "h2", after)).await,
         Issued::Stored
     );
+    // The new code has five attempts; the window has four guesses left.
     assert!(matches!(
-        store.take_attempt(&subject, after, after).await.unwrap(),
+        take(&store, &subject, after).await,
         Taken::Code {
             attempts_left: 4,
             ..
         }
     ));
+    assert_eq!(
+        store.find(&subject).await.unwrap().unwrap().guesses.len(),
+        6
+    );
     // An expired code takes nothing.
     let expired = after.plus(11 * MINUTE);
-    assert_eq!(
-        store
-            .take_attempt(&subject, expired, expired)
-            .await
-            .unwrap(),
-        Taken::NoCode
-    );
+    assert_eq!(take(&store, &subject, expired).await, Taken::NoCode);
 }
 
 pub async fn concurrent_guesses_never_exceed_the_attempts(store: Arc<dyn ConfirmationStore>) {
@@ -176,7 +189,7 @@ pub async fn concurrent_guesses_never_exceed_the_attempts(store: Arc<dyn Confirm
     let guesses = (0..20).map(|_| {
         let store = store.clone();
         let subject = subject.clone();
-        async move { store.take_attempt(&subject, at(1), at(2)).await.unwrap() }
+        async move { take(&store, &subject, at(1)).await }
     });
     let taken = join_all(guesses)
         .await
@@ -186,24 +199,160 @@ pub async fn concurrent_guesses_never_exceed_the_attempts(store: Arc<dyn Confirm
     assert_eq!(taken, 5);
 }
 
+/// A resend gives a code new attempts, never the subject new guesses: ten in any day.
+pub async fn wrong_guesses_are_counted_across_resends(store: Arc<dyn ConfirmationStore>) {
+    let subject = subject();
+    let mut sent = at(0);
+    for (round, guesses) in [4, 4, 2].into_iter().enumerate() {
+        assert_eq!(
+            issue(&store, &code(&subject, &format!("h{round}"), sent)).await,
+            Issued::Stored
+        );
+        for _ in 0..guesses {
+            assert!(matches!(
+                take(&store, &subject, sent.plus(MINUTE / 2)).await,
+                Taken::Code { .. }
+            ));
+        }
+        sent = sent.plus(2 * MINUTE);
+    }
+    // The tenth guess locked the subject until the first is a day old, though the code has
+    // attempts left: no guess, no new code.
+    let first = at(0).plus(MINUTE / 2);
+    let record = store.find(&subject).await.unwrap().unwrap();
+    assert_eq!(record.guesses.len(), 10);
+    assert_eq!(record.attempts_left, 3);
+    assert_eq!(record.locked_until, Some(first.plus(DAY)));
+    assert_eq!(
+        take(&store, &subject, sent).await,
+        Taken::Locked {
+            until: first.plus(DAY)
+        }
+    );
+    assert_eq!(
+        issue(&store, &code(&subject, "h3", sent)).await,
+        Issued::Locked {
+            until: first.plus(DAY)
+        }
+    );
+    // A day later the first guesses have left the window.
+    let later = first.plus(DAY);
+    assert_eq!(
+        issue(&store, &code(&subject, "h4", later)).await,
+        Issued::Stored
+    );
+    // Six of the ten still count (taken a minute or more after the first): three left.
+    assert!(matches!(
+        take(&store, &subject, later.plus(MINUTE)).await,
+        Taken::Code {
+            attempts_left: 3,
+            ..
+        }
+    ));
+}
+
+/// Twenty concurrent guesses on a code with more attempts than the window: exactly the
+/// window's ten are taken.
+pub async fn concurrent_guesses_never_exceed_the_window(store: Arc<dyn ConfirmationStore>) {
+    let subject = subject();
+    let mut generous = code(&subject, "h", at(0));
+    generous.attempts = 50;
+    issue(&store, &generous).await;
+    let guesses = (0..20).map(|n| {
+        let store = store.clone();
+        let subject = subject.clone();
+        async move { take(&store, &subject, at(1 + n)).await }
+    });
+    let taken = join_all(guesses).await;
+    let counted = taken
+        .iter()
+        .filter(|taken| matches!(taken, Taken::Code { .. }))
+        .count();
+    assert_eq!(counted, 10, "{taken:?}");
+    let record = store.find(&subject).await.unwrap().unwrap();
+    assert_eq!(record.guesses.len(), 10);
+    assert_eq!(record.attempts_left, 40);
+    assert!(matches!(
+        take(&store, &subject, at(100)).await,
+        Taken::Locked { .. }
+    ));
+}
+
+/// Only wrong codes count: the guess of a right code is given back when it confirms, with the
+/// lock it set.
+pub async fn a_right_guess_is_given_back(store: Arc<dyn ConfirmationStore>) {
+    let subject = subject();
+    issue(&store, &code(&subject, "h1", at(0))).await;
+    for _ in 0..4 {
+        take(&store, &subject, at(1)).await;
+    }
+    issue(&store, &code(&subject, "h2", at(120_000))).await;
+    for _ in 0..5 {
+        take(&store, &subject, at(120_001)).await;
+    }
+    // The code's fifth attempt and the window's tenth guess: locked, and right.
+    let lock_until = at(120_001).plus(15 * MINUTE);
+    let tenth = take(&store, &subject, at(120_002)).await;
+    assert_eq!(tenth, Taken::Locked { until: lock_until });
+    let record = store.find(&subject).await.unwrap().unwrap();
+    assert_eq!(record.guesses.len(), 9);
+    issue(&store, &code(&subject, "h3", lock_until)).await;
+    let tenth = take(&store, &subject, lock_until.plus(MINUTE)).await;
+    assert!(matches!(
+        tenth,
+        Taken::Code {
+            attempts_left: 0,
+            locked_until: Some(_),
+            ..
+        }
+    ));
+    assert!(
+        store
+            .confirm(
+                &subject,
+                "h3",
+                taken_at(&tenth),
+                "t",
+                lock_until.plus(20 * MINUTE)
+            )
+            .await
+            .unwrap()
+    );
+    let record = store.find(&subject).await.unwrap().unwrap();
+    assert_eq!(record.guesses.len(), 9);
+    assert_eq!(record.locked_until, None);
+}
+
 pub async fn a_code_confirms_once_and_buys_a_token(store: Arc<dyn ConfirmationStore>) {
     let subject = subject();
     issue(&store, &code(&subject, "h", at(0))).await;
     // The right code on the last attempt: the lock that attempt set is lifted.
-    for _ in 0..5 {
-        store.take_attempt(&subject, at(1), at(2)).await.unwrap();
+    let mut last = Taken::NoCode;
+    for n in 0..5 {
+        last = take(&store, &subject, at(1 + n)).await;
     }
     assert!(
         store
-            .confirm(&subject, "h", "t", at(0).plus(15 * MINUTE))
+            .confirm(&subject, "h", taken_at(&last), "t", at(0).plus(15 * MINUTE))
             .await
             .unwrap()
     );
-    assert!(!store.confirm(&subject, "h", "t2", at(5)).await.unwrap());
-    assert!(!store.confirm(&subject, "other", "t3", at(5)).await.unwrap());
+    assert!(
+        !store
+            .confirm(&subject, "h", at(1), "t2", at(5))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .confirm(&subject, "other", at(1), "t3", at(5))
+            .await
+            .unwrap()
+    );
     let record = store.find(&subject).await.unwrap().unwrap();
     assert_eq!(record.code_hash, None);
     assert_eq!(record.locked_until, None);
+    assert_eq!(record.guesses, (1..5).map(at).collect::<Vec<_>>());
     assert_eq!(record.token_hash, Some("t".into()));
     assert_eq!(record.token_expires_at, Some(at(0).plus(15 * MINUTE)));
 }
@@ -211,8 +360,9 @@ pub async fn a_code_confirms_once_and_buys_a_token(store: Arc<dyn ConfirmationSt
 pub async fn ceremony_steps_and_consumption_need_the_live_token(store: Arc<dyn ConfirmationStore>) {
     let subject = subject();
     issue(&store, &code(&subject, "h", at(0))).await;
+    take(&store, &subject, at(1)).await;
     store
-        .confirm(&subject, "h", "t", at(0).plus(15 * MINUTE))
+        .confirm(&subject, "h", at(0), "t", at(0).plus(15 * MINUTE))
         .await
         .unwrap();
     let step = CeremonyStep {
@@ -254,7 +404,16 @@ pub async fn ceremony_steps_and_consumption_need_the_live_token(store: Arc<dyn C
     });
     let consumed = join_all(consumers).await.into_iter().filter(|c| *c).count();
     assert_eq!(consumed, 1);
-    assert_eq!(store.find(&subject).await.unwrap(), None);
+    // The token, the code and the ceremony are gone; the guess stays counted.
+    let record = store.find(&subject).await.unwrap().unwrap();
+    assert_eq!(
+        (record.token_hash, record.code_hash, record.ceremony),
+        (None, None, None)
+    );
+    assert_eq!(record.passkey, None);
+    assert_eq!(record.context_hash, None);
+    assert_eq!(record.guesses, vec![at(1)]);
+    assert!(!store.consume(&subject, "t").await.unwrap());
 }
 
 pub async fn expired_subjects_are_forgotten(store: Arc<dyn ConfirmationStore>) {

@@ -1,5 +1,7 @@
 #![doc = include_str!("../README.md")]
 
+mod ceremony;
+pub mod guesses;
 pub mod ports;
 mod service;
 pub mod testing;
@@ -7,9 +9,8 @@ pub mod testing;
 #[cfg(feature = "contract")]
 pub mod contract;
 
-pub use ports::{
-    CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError, Taken,
-};
+pub use guesses::{GuessPolicy, GuessState, Taken};
+pub use ports::{CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError};
 pub use service::{
     Answer, AssertionStart, Client, HostedApprovals, HostedError, HostedPorts, HostedSettings,
     PageView,

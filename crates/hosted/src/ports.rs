@@ -5,6 +5,8 @@ use std::fmt;
 use async_trait::async_trait;
 use idconsent_kernel::Timestamp;
 
+use crate::guesses::{GuessPolicy, Taken};
+
 #[derive(Debug, thiserror::Error)]
 #[error("confirmation storage failed")]
 pub struct StoreError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
@@ -30,6 +32,8 @@ pub struct Confirmation {
     pub passkey_counter: u32,
     /// Hex SHA-256 of the context the assertion's challenge commits to.
     pub context_hash: Option<String>,
+    /// When the guesses still counted against the subject's window were taken, oldest first.
+    pub guesses: Vec<Timestamp>,
 }
 
 /// A new code for a subject.
@@ -55,21 +59,6 @@ pub enum Issued {
     },
 }
 
-/// What taking an attempt found.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Taken {
-    /// One attempt was taken; compare against this hash.
-    Code {
-        code_hash: String,
-        attempts_left: u32,
-    },
-    /// No live code: never sent, used, expired, or out of attempts.
-    NoCode,
-    Locked {
-        until: Timestamp,
-    },
-}
-
 /// What a ceremony step stores, guarded by the page token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CeremonyStep {
@@ -81,20 +70,23 @@ pub struct CeremonyStep {
 
 /// Codes, attempts, locks, page tokens and passkey ceremony state per subject.
 ///
-/// Contract (every limit is one conditional write, so it holds across processes):
-/// - `issue_code` replaces the subject's state with a fresh code (no token, no ceremony) unless
-///   a code was sent after `resend_cutoff` (`TooSoon`) or the subject is locked at `now`
-///   (`Locked`); of concurrent issuers at most one stores.
-/// - `take_attempt` takes one attempt from a live code (unexpired at `now`, attempts left, not
-///   locked) and returns its hash; the take that uses the last attempt also sets the lock to
-///   `lock_until`. Of concurrent takers no more succeed than there were attempts left.
-/// - `confirm` (after a right code) clears the code and the lock and stores the token, if the
-///   code is still `code_hash`: a code confirms once.
+/// Contract (every limit is one conditional write or one locked read-judge-write, so it holds
+/// across processes):
+/// - `issue_code` replaces the subject's code, token and ceremony with a fresh code unless a
+///   code was sent after `resend_cutoff` (`TooSoon`) or the subject is locked at `now`
+///   (`Locked`); of concurrent issuers at most one stores. The subject's guesses stay counted.
+/// - `take_attempt` judges one guess with [`GuessPolicy::judge`] against the subject's stored
+///   state and keeps what it decided, atomically: of concurrent takers each sees the one before
+///   it, so no more succeed than the code's attempts and the window's guesses allow. A refused
+///   guess changes nothing; an unknown subject is `NoCode`.
+/// - `confirm` (after a right code) clears the code and the lock, gives back the guess taken at
+///   `taken_at` and stores the token, if the code is still `code_hash`: a code confirms once.
 /// - `save_ceremony` stores a ceremony step if the subject's token is `token_hash` and
 ///   unexpired at `now`.
-/// - `consume` deletes the subject if its token is `token_hash` and says whether this call did:
-///   a token decides once.
-/// - `forget_before` deletes subjects whose code and token both expired before `before`.
+/// - `consume` clears the subject's token, code and ceremony if its token is `token_hash` and
+///   says whether this call did: a token decides once. Its guesses stay counted.
+/// - `forget_before` deletes subjects whose code, token and lock all ended before `before`
+///   (a guess is only taken on a live code, so such a subject's guesses are older too).
 #[async_trait]
 pub trait ConfirmationStore: Send + Sync + fmt::Debug {
     async fn issue_code(
@@ -106,13 +98,14 @@ pub trait ConfirmationStore: Send + Sync + fmt::Debug {
     async fn take_attempt(
         &self,
         subject: &str,
+        policy: &GuessPolicy,
         now: Timestamp,
-        lock_until: Timestamp,
     ) -> Result<Taken, StoreError>;
     async fn confirm(
         &self,
         subject: &str,
         code_hash: &str,
+        taken_at: Timestamp,
         token_hash: &str,
         token_expires_at: Timestamp,
     ) -> Result<bool, StoreError>;

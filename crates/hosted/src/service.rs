@@ -3,20 +3,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use idconsent_approval::commitment::{context_hash, derive_challenge};
-use idconsent_approval::{
-    AlsoFn, ApprovalRegistry, ApprovedVia, Approver, Decision, Purpose, Recipient, Target,
-    TargetError,
-};
-use idconsent_enduser::ports::{PasskeyCeremony, PasskeyError, StoredPasskey};
+use idconsent_approval::{ApprovalRegistry, Decision, Purpose, Recipient, Target, TargetError};
+use idconsent_enduser::ports::PasskeyCeremony;
 use idconsent_kernel::{Clock, EmailAddress, KeyedHash, RandomSource, Timestamp, constant_time_eq};
 use idconsent_notification::{Address, NewMessage, NotificationSender};
 use serde_json::Value;
 
-use crate::ports::{CeremonyStep, ConfirmationStore, Issued, NewCode, StoreError, Taken};
+use crate::guesses::{GuessPolicy, Taken};
+use crate::ports::{ConfirmationStore, Issued, NewCode, StoreError};
 
 const CODE_HASH: &str = "hosted-code";
-const TOKEN_HASH: &str = "hosted-token";
+pub(crate) const TOKEN_HASH: &str = "hosted-token";
 
 #[derive(Debug, Clone)]
 pub struct HostedSettings {
@@ -24,6 +21,10 @@ pub struct HostedSettings {
     /// Guesses per code; the last wrong one locks the subject for `lock`.
     pub attempts: u32,
     pub lock: Duration,
+    /// Wrong codes per subject (object and recipient) in any `guess_window`, across resends;
+    /// the last one locks the subject until the oldest leaves the window.
+    pub guesses_per_window: u32,
+    pub guess_window: Duration,
     /// The shortest time between two codes for one subject.
     pub resend_after: Duration,
     /// How long a page token lasts.
@@ -36,6 +37,8 @@ impl Default for HostedSettings {
             code_ttl: Duration::from_secs(10 * 60),
             attempts: 5,
             lock: Duration::from_secs(15 * 60),
+            guesses_per_window: 10,
+            guess_window: Duration::from_secs(24 * 3600),
             resend_after: Duration::from_secs(60),
             token_ttl: Duration::from_secs(15 * 60),
         }
@@ -71,6 +74,12 @@ pub enum HostedError {
     NoToken,
     #[error("The passkey step is missing or did not verify")]
     Passkey(String),
+    /// What the page showed (its context hash) is not the object as it is now.
+    #[error(
+        "What you are asked to approve changed after this page was loaded; reload the page to \
+         review it"
+    )]
+    Changed,
     #[error("A monthly quota of the merchant is used up")]
     Quota {
         quota: idconsent_kernel::QuotaExceeded,
@@ -107,6 +116,8 @@ impl From<TargetError> for HostedError {
 pub struct PageView {
     pub email: EmailAddress,
     pub context: Value,
+    /// The hash the page carries and sends with its passkey and decision steps.
+    pub page_hash: String,
 }
 
 /// Options for the browser's assertion, and what it commits to.
@@ -125,6 +136,8 @@ pub struct AssertionStart {
 #[derive(Debug, Clone)]
 pub struct Answer<'a> {
     pub decision: Decision,
+    /// The hash of what the page showed (its `data-context-hash`).
+    pub shown: &'a str,
     /// The assertion over the challenge of the passkey step.
     pub assertion: Option<&'a Value>,
     /// Whether a decision without a verified assertion is refused.
@@ -141,11 +154,11 @@ pub struct Client {
 
 #[derive(Debug, Clone)]
 pub struct HostedApprovals {
-    ports: HostedPorts,
+    pub(crate) ports: HostedPorts,
     settings: HostedSettings,
 }
 
-fn retry_after(until: Timestamp, now: Timestamp) -> u64 {
+pub(crate) fn retry_after(until: Timestamp, now: Timestamp) -> u64 {
     until.since(now).as_secs().max(1)
 }
 
@@ -154,13 +167,16 @@ impl HostedApprovals {
         Self { ports, settings }
     }
 
-    fn now(&self) -> Timestamp {
+    pub(crate) fn now(&self) -> Timestamp {
         self.ports.clock.now()
     }
 
     /// The pending object `purpose` names and its email recipient; "not found" for anything a
     /// hosted page cannot decide (an unknown object, one addressed to a phone).
-    async fn target(&self, purpose: &Purpose) -> Result<(Target, EmailAddress), HostedError> {
+    pub(crate) async fn target(
+        &self,
+        purpose: &Purpose,
+    ) -> Result<(Target, EmailAddress), HostedError> {
         let target = self.ports.approvals.describe(purpose).await?;
         match &target.recipient {
             Recipient::Email(email) => {
@@ -171,23 +187,45 @@ impl HostedApprovals {
         }
     }
 
-    /// One record per object and address: a code for one mandate proves nothing for another.
-    fn subject(purpose: &Purpose, email: &EmailAddress) -> String {
+    /// One record per object and recipient: a code for one mandate proves nothing for another.
+    /// Named by the target's canonical id and recipient, never by the purpose as typed, so
+    /// every spelling of an object or a signer's address shares one set of attempts.
+    pub(crate) fn subject(purpose: &Purpose, target: &Target, email: &EmailAddress) -> String {
         format!(
             "{}:{}:{}",
             purpose.kind.as_str(),
-            purpose.id.as_deref().unwrap_or_default(),
+            target.canonical_id,
             email.as_str().to_ascii_lowercase()
         )
     }
 
-    /// What the page shows: the context the passkey will commit to, and who is asked.
+    /// The rules a guess is judged by.
+    fn guess_policy(&self) -> GuessPolicy {
+        GuessPolicy {
+            lock: self.settings.lock,
+            per_window: self.settings.guesses_per_window,
+            window: self.settings.guess_window,
+        }
+    }
+
+    /// What the page shows: the context the passkey will commit to, who is asked, and the hash
+    /// the page carries.
     pub async fn view(&self, purpose: &Purpose) -> Result<PageView, HostedError> {
         let (target, email) = self.target(purpose).await?;
         Ok(PageView {
             email,
+            page_hash: target.page_hash(),
             context: target.context,
         })
+    }
+
+    /// Refuses a step made on a page that showed something other than the object now.
+    pub(crate) fn check_shown(target: &Target, shown: &str) -> Result<(), HostedError> {
+        if target.page_hash() == shown.trim() {
+            Ok(())
+        } else {
+            Err(HostedError::Changed)
+        }
     }
 
     /// Emails a fresh 6-digit code to the object's recipient: at most one a minute, none while
@@ -206,7 +244,7 @@ impl HostedApprovals {
             .confirmations
             .issue_code(
                 &NewCode {
-                    subject: Self::subject(purpose, &email),
+                    subject: Self::subject(purpose, &target, &email),
                     code_hash: self.ports.hasher.hex(CODE_HASH, code.as_bytes()),
                     expires_at: now.plus(self.settings.code_ttl),
                     attempts: self.settings.attempts,
@@ -252,22 +290,25 @@ impl HostedApprovals {
         Ok(())
     }
 
-    /// Checks a code; a right one returns the page token. The attempt is taken before the
-    /// comparison, so concurrent guesses never exceed the attempts.
+    /// Checks a code; a right one returns the page token. The guess is taken before the
+    /// comparison, so concurrent guesses never exceed the code's attempts nor the subject's
+    /// guesses in the window (ten a day, across resends); a right code is given back.
     pub async fn verify_code(&self, purpose: &Purpose, code: &str) -> Result<String, HostedError> {
-        let (_, email) = self.target(purpose).await?;
-        let subject = Self::subject(purpose, &email);
+        let (target, email) = self.target(purpose).await?;
+        let subject = Self::subject(purpose, &target, &email);
         let now = self.now();
         let taken = self
             .ports
             .confirmations
-            .take_attempt(&subject, now, now.plus(self.settings.lock))
+            .take_attempt(&subject, &self.guess_policy(), now)
             .await?;
-        let (code_hash, attempts_left) = match taken {
+        let (code_hash, attempts_left, locked_until, taken_at) = match taken {
             Taken::Code {
                 code_hash,
                 attempts_left,
-            } => (code_hash, attempts_left),
+                locked_until,
+                taken_at,
+            } => (code_hash, attempts_left, locked_until, taken_at),
             Taken::NoCode => return Err(HostedError::WrongCode { attempts_left: 0 }),
             Taken::Locked { until } => {
                 return Err(HostedError::Locked {
@@ -277,12 +318,14 @@ impl HostedApprovals {
         };
         let given = self.ports.hasher.hex(CODE_HASH, code.trim().as_bytes());
         if !constant_time_eq(given.as_bytes(), code_hash.as_bytes()) {
-            return Err(if attempts_left == 0 {
-                HostedError::Locked {
+            return Err(match locked_until {
+                Some(until) => HostedError::Locked {
+                    retry_after_secs: retry_after(until, now),
+                },
+                None if attempts_left == 0 => HostedError::Locked {
                     retry_after_secs: self.settings.lock.as_secs(),
-                }
-            } else {
-                HostedError::WrongCode { attempts_left }
+                },
+                None => HostedError::WrongCode { attempts_left },
             });
         }
         let token = hex::encode(self.ports.random.bytes::<32>());
@@ -292,6 +335,7 @@ impl HostedApprovals {
             .confirm(
                 &subject,
                 &code_hash,
+                taken_at,
                 &self.ports.hasher.hex(TOKEN_HASH, token.as_bytes()),
                 now.plus(self.settings.token_ttl),
             )
@@ -303,215 +347,15 @@ impl HostedApprovals {
         Ok(token)
     }
 
-    /// The subject's record if `token` is its live page token.
-    async fn confirmed(
-        &self,
-        purpose: &Purpose,
-        token: &str,
-    ) -> Result<(Target, EmailAddress, crate::ports::Confirmation, String), HostedError> {
-        let (target, email) = self.target(purpose).await?;
-        let subject = Self::subject(purpose, &email);
-        let record = self
-            .ports
-            .confirmations
-            .find(&subject)
-            .await?
-            .ok_or(HostedError::NoToken)?;
-        let token_hash = self.ports.hasher.hex(TOKEN_HASH, token.as_bytes());
-        let live = record.token_expires_at.is_some_and(|at| at > self.now());
-        let matches = record
-            .token_hash
-            .as_deref()
-            .is_some_and(|stored| constant_time_eq(stored.as_bytes(), token_hash.as_bytes()));
-        if !(live && matches) {
-            return Err(HostedError::NoToken);
-        }
-        Ok((target, email, record, token_hash))
-    }
-
-    /// The address a live page token confirmed (for what a page shows only after the code, such
-    /// as a document to sign).
-    pub async fn confirmed_address(
-        &self,
-        purpose: &Purpose,
-        token: &str,
-    ) -> Result<EmailAddress, HostedError> {
-        Ok(self.confirmed(purpose, token).await?.1)
-    }
-
-    /// Step 2a: options for `navigator.credentials.create` — a passkey for this decision.
-    pub async fn passkey_registration(
-        &self,
-        purpose: &Purpose,
-        token: &str,
-    ) -> Result<Value, HostedError> {
-        let (_, email, record, token_hash) = self.confirmed(purpose, token).await?;
-        let handle = hex::encode(self.ports.random.bytes::<16>());
-        let started = self
-            .ports
-            .passkeys
-            .start_registration(&handle, email.as_str(), email.as_str(), &[])
-            .map_err(passkey_error)?;
-        self.save(
-            &record.subject,
-            &token_hash,
-            CeremonyStep {
-                ceremony: started.state,
-                passkey: None,
-                passkey_counter: 0,
-                context_hash: None,
-            },
-        )
-        .await?;
-        Ok(started.options)
-    }
-
-    /// Step 2b: keeps the new passkey and returns options for `navigator.credentials.get` over
-    /// a challenge committing to the object's context as it is now.
-    pub async fn passkey_assertion(
-        &self,
-        purpose: &Purpose,
-        token: &str,
-        registration: &Value,
-    ) -> Result<AssertionStart, HostedError> {
-        let (target, _, record, token_hash) = self.confirmed(purpose, token).await?;
-        let state = record
-            .ceremony
-            .as_deref()
-            .filter(|_| record.passkey.is_none())
-            .ok_or_else(|| HostedError::Passkey("start the passkey registration first".into()))?;
-        let passkey = self
-            .ports
-            .passkeys
-            .finish_registration(state, registration)
-            .map_err(passkey_error)?;
-        let hash = context_hash(&target.context);
-        let nonce = self.ports.random.bytes::<32>();
-        let started = self
-            .ports
-            .passkeys
-            .start_authentication(
-                &[StoredPasskey {
-                    passkey: &passkey.passkey,
-                    counter: passkey.counter,
-                }],
-                derive_challenge(&nonce, &hash),
-            )
-            .map_err(passkey_error)?;
-        self.save(
-            &record.subject,
-            &token_hash,
-            CeremonyStep {
-                ceremony: started.state,
-                passkey: Some(passkey.passkey),
-                passkey_counter: passkey.counter,
-                context_hash: Some(hex::encode(hash)),
-            },
-        )
-        .await?;
-        Ok(AssertionStart {
-            options: started.options,
-            context: target.context,
-            context_hash: hex::encode(hash),
-            nonce: hex::encode(nonce),
-        })
-    }
-
-    async fn save(
-        &self,
-        subject: &str,
-        token_hash: &str,
-        step: CeremonyStep,
-    ) -> Result<(), HostedError> {
-        let saved = self
-            .ports
-            .confirmations
-            .save_ceremony(subject, token_hash, self.now(), &step)
-            .await?;
-        if saved {
-            Ok(())
-        } else {
-            Err(HostedError::NoToken)
-        }
-    }
-
-    /// Step 3: the decision, once per token. With `passkey_required`, the assertion must verify
-    /// against the challenge of step 2b; the domain refuses it if the object changed since.
-    pub async fn decide(
-        &self,
-        purpose: &Purpose,
-        token: &str,
-        answer: Answer<'_>,
-        also: &AlsoFn<'_>,
-    ) -> Result<String, HostedError> {
-        let (_, email, record, token_hash) = self.confirmed(purpose, token).await?;
-        let Answer {
-            decision,
-            assertion,
-            passkey_required,
-            client,
-        } = answer;
-        let passkey = match (assertion, &record.ceremony, &record.context_hash) {
-            (Some(assertion), Some(state), Some(_)) if record.passkey.is_some() => {
-                self.ports
-                    .passkeys
-                    .finish_authentication(state, assertion)
-                    .map_err(passkey_error)?;
-                true
-            }
-            _ if passkey_required => {
-                return Err(HostedError::Passkey(
-                    "confirm with your passkey before deciding".into(),
-                ));
-            }
-            _ => false,
-        };
-        // One decision per token, whatever happens next.
-        if !self
-            .ports
-            .confirmations
-            .consume(&record.subject, &token_hash)
-            .await?
-        {
-            return Err(HostedError::NoToken);
-        }
-        let approver = Approver {
-            via: ApprovedVia::HostedPage {
-                email,
-                passkey,
-                ip_address: client.ip_address,
-                user_agent: client.user_agent,
-            },
-            context_hash: record.context_hash.filter(|_| passkey),
-        };
-        let now = self.now();
-        self.ports
-            .approvals
-            .decide(purpose, decision, &approver, also)
-            .await
-            .map_err(|error| match error {
-                TargetError::Quota(quota) => HostedError::Quota {
-                    quota,
-                    retry_after_secs: quota.retry_after_secs(now),
-                },
-                other => other.into(),
-            })
-    }
-
-    /// Housekeeping: records whose code and token are both long gone.
+    /// Housekeeping: records whose code, token, lock and guesses are all long gone (a record
+    /// is kept as long as its guesses count).
     pub async fn forget_expired(&self) -> Result<u64, HostedError> {
-        let before = self
-            .now()
-            .minus(self.settings.lock.max(self.settings.token_ttl));
+        let before = self.now().minus(
+            self.settings
+                .lock
+                .max(self.settings.token_ttl)
+                .max(self.settings.guess_window),
+        );
         Ok(self.ports.confirmations.forget_before(before).await?)
-    }
-}
-
-fn passkey_error(error: PasskeyError) -> HostedError {
-    match error {
-        PasskeyError::Refused(reason) | PasskeyError::Malformed(reason) => {
-            HostedError::Passkey(reason)
-        }
-        other => HostedError::Unavailable(Box::new(other)),
     }
 }

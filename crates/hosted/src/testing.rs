@@ -7,9 +7,8 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use idconsent_kernel::Timestamp;
 
-use crate::ports::{
-    CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError, Taken,
-};
+use crate::guesses::{GuessPolicy, GuessState, Taken, give_back};
+use crate::ports::{CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError};
 
 #[derive(Debug, Default)]
 pub struct InMemoryConfirmations {
@@ -35,6 +34,7 @@ impl ConfirmationStore for InMemoryConfirmations {
         now: Timestamp,
     ) -> Result<Issued, StoreError> {
         let mut subjects = self.lock();
+        let mut guesses = Vec::new();
         if let Some(existing) = subjects.get(&code.subject) {
             if let Some(until) = locked_at(existing, now) {
                 return Ok(Issued::Locked { until });
@@ -44,6 +44,7 @@ impl ConfirmationStore for InMemoryConfirmations {
                     last_sent_at: existing.code_sent_at,
                 });
             }
+            guesses = existing.guesses.clone();
         }
         subjects.insert(
             code.subject.clone(),
@@ -60,6 +61,7 @@ impl ConfirmationStore for InMemoryConfirmations {
                 passkey: None,
                 passkey_counter: 0,
                 context_hash: None,
+                guesses,
             },
         );
         Ok(Issued::Stored)
@@ -68,42 +70,41 @@ impl ConfirmationStore for InMemoryConfirmations {
     async fn take_attempt(
         &self,
         subject: &str,
+        policy: &GuessPolicy,
         now: Timestamp,
-        lock_until: Timestamp,
     ) -> Result<Taken, StoreError> {
         let mut subjects = self.lock();
         let Some(record) = subjects.get_mut(subject) else {
             return Ok(Taken::NoCode);
         };
-        if let Some(until) = locked_at(record, now) {
-            return Ok(Taken::Locked { until });
-        }
-        let Some(code_hash) = record.code_hash.clone() else {
-            return Ok(Taken::NoCode);
-        };
-        if record.attempts_left == 0 || record.code_expires_at <= now {
-            return Ok(Taken::NoCode);
-        }
-        record.attempts_left -= 1;
-        if record.attempts_left == 0 {
-            record.locked_until = Some(lock_until);
-        }
-        Ok(Taken::Code {
-            code_hash,
+        let state = GuessState {
+            code_hash: record.code_hash.clone(),
+            code_expires_at: record.code_expires_at,
             attempts_left: record.attempts_left,
-        })
+            locked_until: record.locked_until,
+            guesses: record.guesses.clone(),
+        };
+        let (kept, taken) = policy.judge(&state, now);
+        if let Some(kept) = kept {
+            record.attempts_left = kept.attempts_left;
+            record.locked_until = kept.locked_until;
+            record.guesses = kept.guesses;
+        }
+        Ok(taken)
     }
 
     async fn confirm(
         &self,
         subject: &str,
         code_hash: &str,
+        taken_at: Timestamp,
         token_hash: &str,
         token_expires_at: Timestamp,
     ) -> Result<bool, StoreError> {
         let mut subjects = self.lock();
         match subjects.get_mut(subject) {
             Some(record) if record.code_hash.as_deref() == Some(code_hash) => {
+                give_back(&mut record.guesses, taken_at);
                 record.code_hash = None;
                 record.locked_until = None;
                 record.token_hash = Some(token_hash.to_owned());
@@ -143,9 +144,15 @@ impl ConfirmationStore for InMemoryConfirmations {
 
     async fn consume(&self, subject: &str, token_hash: &str) -> Result<bool, StoreError> {
         let mut subjects = self.lock();
-        match subjects.get(subject) {
+        match subjects.get_mut(subject) {
             Some(record) if record.token_hash.as_deref() == Some(token_hash) => {
-                subjects.remove(subject);
+                record.code_hash = None;
+                record.token_hash = None;
+                record.token_expires_at = None;
+                record.ceremony = None;
+                record.passkey = None;
+                record.passkey_counter = 0;
+                record.context_hash = None;
                 Ok(true)
             }
             _ => Ok(false),

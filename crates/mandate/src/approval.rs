@@ -130,8 +130,10 @@ impl ApprovalTarget for MandateApprovals {
         }
         let names = self.names(&mandate).await?;
         Ok(Target {
+            canonical_id: mandate.id.to_string(),
             recipient: mandate.recipient.clone(),
             context: MandateContext::of(&mandate, &names).to_value()?,
+            page: None,
             audience: audience_of(&mandate),
         })
     }

@@ -1,5 +1,7 @@
 use idconsent_kernel::{ErrorCategory, QuotaExceeded, ValidationErrors};
 
+use idconsent_notification::InvitationError;
+
 use crate::model::TransitionError;
 
 #[derive(Debug, thiserror::Error)]
@@ -18,6 +20,12 @@ pub enum MandateError {
         quota: QuotaExceeded,
         retry_after_secs: u64,
     },
+    /// Over the application's send allowance for invitations (sandbox, CONTRACT §9).
+    #[error("{message}")]
+    Limited {
+        message: &'static str,
+        retry_after_secs: u64,
+    },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -30,7 +38,24 @@ impl MandateError {
             MandateError::NotFound(_) => ErrorCategory::NotFound,
             MandateError::Conflict(_) => ErrorCategory::Conflict,
             MandateError::QuotaExceeded { .. } => ErrorCategory::RateLimited,
+            MandateError::Limited { .. } => ErrorCategory::RateLimited,
             MandateError::Unavailable(_) => ErrorCategory::Internal,
+        }
+    }
+}
+
+impl From<InvitationError> for MandateError {
+    fn from(error: InvitationError) -> Self {
+        match error {
+            InvitationError::Refused(errors) => MandateError::Invalid(errors),
+            InvitationError::Limited {
+                message,
+                retry_after_secs,
+            } => MandateError::Limited {
+                message,
+                retry_after_secs,
+            },
+            InvitationError::Unavailable(source) => MandateError::Unavailable(source),
         }
     }
 }

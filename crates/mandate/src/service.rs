@@ -7,7 +7,7 @@ use idconsent_kernel::{
     Clock, Environment, IdGenerator, Metering, Metric, Nudge, Page, PageRequest, QuotaExceeded,
     Timestamp, ValidationErrors, WebUrl,
 };
-use idconsent_notification::{Address, NewMessage, NotificationSender};
+use idconsent_notification::{Address, Invitations, Invitee, NewMessage, NotificationSender};
 use idconsent_webhook::{Effects, Outbox};
 
 use crate::error::MandateError;
@@ -80,6 +80,8 @@ pub struct MandatePorts {
     pub outbox_written: Option<Arc<dyn Nudge>>,
     /// Emails an email recipient the link to the hosted page.
     pub notifications: Arc<dyn NotificationSender>,
+    /// Who a sandbox invitation may go to, and the send allowance it counts against.
+    pub invitations: Arc<Invitations>,
 }
 
 #[derive(Debug, Clone)]
@@ -148,6 +150,18 @@ impl MandateService {
             && !self.ports.recipients.is_enrolled(phone).await?
         {
             return Err(MandateError::NotFound("Recipient is not enrolled"));
+        }
+        // An email recipient is invited: admitted (sandbox rules, send allowance) before
+        // anything is stored or sent.
+        if let Recipient::Email(email) = &recipient {
+            let invitee = Invitee {
+                field: "recipient",
+                email,
+            };
+            self.ports
+                .invitations
+                .admit(&requester.application_id, requester.environment, &[invitee])
+                .await?;
         }
 
         let now = self.now();

@@ -163,7 +163,7 @@ mod service_tests {
         Environment, ManualClock, OsRandom, PhoneNumber, Timestamp, UlidGenerator, Unmetered,
     };
     use idconsent_notification::Notifier;
-    use idconsent_notification::testing::InMemoryMessageStore;
+    use idconsent_notification::testing::{InMemoryMessageStore, dev_invitations};
     use idconsent_webhook::testing::InMemoryDeliveries;
 
     use super::InMemoryMandates;
@@ -209,6 +209,7 @@ mod service_tests {
                     ids,
                     None,
                 )),
+                invitations: Arc::new(dev_invitations(clock.clone())),
             },
             MandateSettings::default(),
         );

@@ -1,33 +1,64 @@
 //! Merchant data other domains need, answered through their ports: the names an approval
-//! shows, the secrets webhooks are signed with.
+//! shows, the team a sandbox invitation may go to, the secrets webhooks are signed with.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use idconsent_approval::{ApplicationDirectory, ApplicationNames, DirectoryError};
 use idconsent_kernel::id::ApplicationId;
-use idconsent_kernel::{Clock, SecretVault};
+use idconsent_kernel::{Clock, EmailAddress, SecretVault};
+use idconsent_notification::{TeamDirectory, TeamDirectoryError};
 use idconsent_webhook::{SigningSecrets, StoreError};
 
 use crate::model::sealing;
-use crate::ports::{ApplicationRepository, MerchantRepository};
+use crate::ports::{ApplicationRepository, MerchantRepository, TeamRepository};
 
-/// Which merchant and application an approval comes from.
+/// Which merchant and application an approval comes from, and who is on its team.
 #[derive(Debug, Clone)]
 pub struct MerchantDirectory {
     applications: Arc<dyn ApplicationRepository>,
     merchants: Arc<dyn MerchantRepository>,
+    team: Arc<dyn TeamRepository>,
 }
 
 impl MerchantDirectory {
     pub fn new(
         applications: Arc<dyn ApplicationRepository>,
         merchants: Arc<dyn MerchantRepository>,
+        team: Arc<dyn TeamRepository>,
     ) -> Self {
         Self {
             applications,
             merchants,
+            team,
         }
+    }
+}
+
+#[async_trait]
+impl TeamDirectory for MerchantDirectory {
+    async fn verified_addresses(
+        &self,
+        application: &ApplicationId,
+    ) -> Result<Vec<EmailAddress>, TeamDirectoryError> {
+        let failed = |error| TeamDirectoryError(Box::new(error));
+        let Some(application) = self.applications.find(application).await.map_err(failed)? else {
+            return Ok(Vec::new());
+        };
+        let Some(merchant) = self
+            .merchants
+            .find(&application.merchant_id)
+            .await
+            .map_err(failed)?
+        else {
+            return Ok(Vec::new());
+        };
+        let members = self.team.list(&merchant.id).await.map_err(failed)?;
+        Ok(members
+            .into_iter()
+            .filter(|member| member.address_verified(&merchant))
+            .map(|member| member.email)
+            .collect())
     }
 }
 

@@ -254,6 +254,25 @@ pub struct MerchantUser {
     pub updated_at: Timestamp,
 }
 
+impl MerchantUser {
+    /// Whether the member proved their address to us: an invited member by accepting the
+    /// emailed invitation, the owner who registered with the merchant's emailed verification
+    /// link.
+    pub fn address_verified(&self, merchant: &Merchant) -> bool {
+        match (self.status, self.role) {
+            (UserStatus::Active, Role::Owner) => {
+                merchant.email_verified_at.is_some()
+                    && self
+                        .email
+                        .as_str()
+                        .eq_ignore_ascii_case(merchant.email.as_str())
+            }
+            (UserStatus::Active, _) => true,
+            (UserStatus::Invited | UserStatus::Removed, _) => false,
+        }
+    }
+}
+
 impl fmt::Debug for MerchantUser {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("MerchantUser")

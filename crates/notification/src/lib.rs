@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod dispatcher;
+mod invitations;
 mod limits;
 mod message;
 mod notifier;
@@ -14,6 +15,10 @@ pub mod testing;
 pub mod transport_contract;
 
 pub use dispatcher::{DispatchReport, Dispatcher, RetryPolicy};
+pub use invitations::{
+    InvitationError, Invitations, Invitee, SANDBOX_TEAM_ONLY, SandboxRecipients, TeamDirectory,
+    TeamDirectoryError,
+};
 pub use limits::{SendLimitError, SendLimitSettings, SendLimits, Sender};
 pub use message::{Address, Channel, DeliveryStatus, InvalidAddress, Message, NewMessage};
 pub use notifier::Notifier;

@@ -174,3 +174,35 @@ impl idconsent_kernel::Throttle for InMemoryThrottle {
         Ok((count - counters.len()) as u64)
     }
 }
+
+/// A [`crate::TeamDirectory`] of fixed verified addresses, for other crates' service tests.
+#[derive(Debug, Default)]
+pub struct FixedTeam(pub Vec<idconsent_kernel::EmailAddress>);
+
+#[async_trait]
+impl crate::TeamDirectory for FixedTeam {
+    async fn verified_addresses(
+        &self,
+        _: &idconsent_kernel::id::ApplicationId,
+    ) -> Result<Vec<idconsent_kernel::EmailAddress>, crate::TeamDirectoryError> {
+        Ok(self.0.clone())
+    }
+}
+
+/// Invitations as in dev mode (any address, to the dev mailbox) with a generous allowance.
+pub fn dev_invitations(clock: std::sync::Arc<dyn idconsent_kernel::Clock>) -> crate::Invitations {
+    use std::sync::Arc;
+    let limits = crate::SendLimits::new(
+        Arc::new(InMemoryThrottle::default()),
+        clock,
+        crate::SendLimitSettings {
+            per_client: 1_000_000,
+            global: 1_000_000,
+        },
+    );
+    crate::Invitations::new(
+        Arc::new(limits),
+        Arc::new(FixedTeam::default()),
+        crate::SandboxRecipients::DevMailbox,
+    )
+}

@@ -1,12 +1,15 @@
 //! Signature requests as objects a signer approves with a passkey (purpose `signature`).
 //!
 //! One request has several signers, and each confirms for themself, so the purpose id names
-//! both: `sr_…:<signer email>`. The context the challenge commits to names the document's
-//! SHA-256 and the signer, so an assertion proves who signed which bytes.
+//! both: `sr_…:<signer email>`. The address may be typed in any case; the canonical id names
+//! the signer as the request does, so every spelling is one signer (and one set of attempts on
+//! the hosted page). The context the challenge commits to names the document's SHA-256 and the
+//! signer, so an assertion proves who signed which bytes.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use idconsent_approval::commitment::context_hash;
 use idconsent_approval::{
     AlsoFn, ApprovalTarget, ApprovedVia, Approver, Audience, Decision, PurposeKind, Recipient,
     Target, TargetError,
@@ -61,6 +64,40 @@ impl<'a> SignatureContext<'a> {
     }
 }
 
+/// What the signing page shows before it knows which signer is asking: the request and its
+/// document, no signer. The page carries its hash ([`page_hash`]); a signer's answer made on a
+/// page that showed anything else is refused.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+struct SignaturePage<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    signature_request_id: &'a str,
+    document_sha256: &'a str,
+    document_pages: u32,
+    signers: usize,
+    expires_at: Timestamp,
+}
+
+fn page_of(request: &SignatureRequest) -> Result<serde_json::Value, serde_json::Error> {
+    serde_json::to_value(SignaturePage {
+        kind: "signature_page",
+        signature_request_id: request.id.as_str(),
+        document_sha256: &request.document_sha256,
+        document_pages: request.document_pages,
+        signers: request.signers.len(),
+        expires_at: request.expires_at,
+    })
+}
+
+/// Hex SHA-256 of what the signing page of `request` shows (the `Target::page_hash` of each of
+/// its signers).
+pub fn page_hash(request: &SignatureRequest) -> String {
+    page_of(request)
+        .map(|page| hex::encode(context_hash(&page)))
+        .unwrap_or_default()
+}
+
 /// The [`ApprovalTarget`] of signature requests.
 #[derive(Debug, Clone)]
 pub struct SignatureApprovals {
@@ -75,22 +112,33 @@ impl SignatureApprovals {
         Self { signatures }
     }
 
+    /// The request and its signer's address as the request spells it, however `id` typed it.
     async fn request_and_signer(
         &self,
         id: &str,
     ) -> Result<(SignatureRequest, EmailAddress), TargetError> {
-        let (request_id, email) = id.split_once(':').ok_or(TargetError::NotFound)?;
-        let email = EmailAddress::parse(email).map_err(|_| TargetError::NotFound)?;
+        let (request_id, typed) = id.split_once(':').ok_or(TargetError::NotFound)?;
+        let typed = EmailAddress::parse(typed).map_err(|_| TargetError::NotFound)?;
         let request = self
             .signatures
             .load(request_id)
             .await
             .map_err(target_error)?;
-        if request.signer(&email).is_none() {
-            return Err(TargetError::NotFound);
-        }
+        let email = request
+            .signer(&typed)
+            .ok_or(TargetError::NotFound)?
+            .email
+            .clone();
         Ok((request, email))
     }
+}
+
+fn context_of(
+    request: &SignatureRequest,
+    email: &EmailAddress,
+) -> Result<serde_json::Value, TargetError> {
+    let context = SignatureContext::of(request, email).ok_or(TargetError::NotFound)?;
+    serde_json::to_value(context).map_err(|error| TargetError::Unavailable(Box::new(error)))
 }
 
 fn audience_of(request: &SignatureRequest) -> Option<Audience> {
@@ -132,12 +180,13 @@ impl ApprovalTarget for SignatureApprovals {
                 "This signer has already answered".into(),
             ));
         }
-        let context = SignatureContext::of(&request, &email).ok_or(TargetError::NotFound)?;
-        let context = serde_json::to_value(context)
-            .map_err(|error| TargetError::Unavailable(Box::new(error)))?;
+        let context = context_of(&request, &email)?;
+        let page = page_of(&request).map_err(|error| TargetError::Unavailable(Box::new(error)))?;
         Ok(Target {
+            canonical_id: purpose_id(&request, &email),
             recipient: Recipient::Email(email),
             context,
+            page: Some(page),
             audience: audience_of(&request),
         })
     }
@@ -168,6 +217,16 @@ impl ApprovalTarget for SignatureApprovals {
         };
         if !by.is(&Recipient::Email(email.clone())) {
             return Err(TargetError::NotFound);
+        }
+        // What the signer agreed to must still be the request. Its context (document, signer,
+        // expiry) never changes once created, so the check on this read holds for the retried
+        // writes of `answer` too.
+        if let Some(agreed) = &by.context_hash
+            && *agreed != hex::encode(context_hash(&context_of(&request, &email)?))
+        {
+            return Err(TargetError::NotPending(
+                "The signature request is not what was shown; reload the page".into(),
+            ));
         }
         let also = audience_of(&request)
             .map(|audience| also(&audience))
@@ -230,5 +289,20 @@ mod tests {
                 .is_none()
         );
         assert_eq!(purpose_id(&request, &ann), "sr_1:ann@example.com");
+    }
+
+    #[test]
+    fn a_signer_is_named_in_any_case_and_the_page_shows_no_signer() {
+        let request = two_signers(true);
+        let shouted = EmailAddress::parse("ANN@EXAMPLE.COM").unwrap();
+        let signer = request.signer(&shouted).unwrap();
+        assert_eq!(signer.email.as_str(), "ann@example.com");
+        assert_eq!(purpose_id(&request, &signer.email), "sr_1:ann@example.com");
+        // One page for every signer, and it changes with the document.
+        let hash = page_hash(&request);
+        assert_eq!(hash.len(), 64);
+        let mut other_document = request.clone();
+        other_document.document_sha256 = "cd".repeat(32);
+        assert_ne!(page_hash(&other_document), hash);
     }
 }

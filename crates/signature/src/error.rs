@@ -1,5 +1,7 @@
 use idconsent_kernel::{ErrorCategory, ValidationErrors};
 
+use idconsent_notification::InvitationError;
+
 use crate::model::TransitionError;
 
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +17,12 @@ pub enum SignatureError {
     NotFound(&'static str),
     #[error("{0}")]
     Conflict(String),
+    /// Over the application's send allowance for invitations (sandbox, CONTRACT §9).
+    #[error("{message}")]
+    Limited {
+        message: &'static str,
+        retry_after_secs: u64,
+    },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -26,12 +34,29 @@ impl SignatureError {
             SignatureError::Forbidden(_) => ErrorCategory::Forbidden,
             SignatureError::NotFound(_) => ErrorCategory::NotFound,
             SignatureError::Conflict(_) => ErrorCategory::Conflict,
+            SignatureError::Limited { .. } => ErrorCategory::RateLimited,
             SignatureError::Unavailable(_) => ErrorCategory::Internal,
         }
     }
 
     pub(crate) fn unavailable(error: impl std::error::Error + Send + Sync + 'static) -> Self {
         SignatureError::Unavailable(Box::new(error))
+    }
+}
+
+impl From<InvitationError> for SignatureError {
+    fn from(error: InvitationError) -> Self {
+        match error {
+            InvitationError::Refused(errors) => SignatureError::Invalid(errors),
+            InvitationError::Limited {
+                message,
+                retry_after_secs,
+            } => SignatureError::Limited {
+                message,
+                retry_after_secs,
+            },
+            InvitationError::Unavailable(source) => SignatureError::Unavailable(source),
+        }
     }
 }
 

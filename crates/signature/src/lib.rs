@@ -11,7 +11,7 @@ pub mod testing;
 #[cfg(feature = "contract")]
 pub mod contract;
 
-pub use approval::{SignatureApprovals, SignatureContext, purpose_id};
+pub use approval::{SignatureApprovals, SignatureContext, page_hash, purpose_id};
 pub use error::SignatureError;
 pub use events::StatusBody;
 pub use model::{

@@ -151,6 +151,10 @@ pub enum TransitionError {
     BiometricRequired,
 }
 
+fn same_address(a: &EmailAddress, b: &EmailAddress) -> bool {
+    a.as_str().eq_ignore_ascii_case(b.as_str())
+}
+
 impl SignatureRequest {
     /// The blob key of the document as uploaded.
     pub fn document_key(&self) -> String {
@@ -172,8 +176,13 @@ impl SignatureRequest {
         }
     }
 
+    /// The signer `email` names, in any case: signers' addresses differ in more than case
+    /// (checked at creation), so an address names at most one, and every spelling of it the
+    /// same one.
     pub fn signer(&self, email: &EmailAddress) -> Option<&Signer> {
-        self.signers.iter().find(|signer| &signer.email == email)
+        self.signers
+            .iter()
+            .find(|signer| same_address(&signer.email, email))
     }
 
     fn audit_entry(
@@ -210,7 +219,7 @@ impl SignatureRequest {
         let index = self
             .signers
             .iter()
-            .position(|signer| &signer.email == email)
+            .position(|signer| same_address(&signer.email, email))
             .ok_or(TransitionError::UnknownSigner)?;
         match self.signers[index].status {
             SignerStatus::AwaitingSignature => Ok(index),

@@ -10,7 +10,7 @@ use idconsent_kernel::{
     BlobStore, Clock, DisplayText, EmailAddress, Environment, IdGenerator, Nudge, Timestamp,
     ValidationErrors, WebUrl,
 };
-use idconsent_notification::{Address, NewMessage, NotificationSender};
+use idconsent_notification::{Address, Invitations, Invitee, NewMessage, NotificationSender};
 use idconsent_webhook::{Effects, Outbox};
 use sha2::{Digest, Sha256};
 
@@ -86,6 +86,7 @@ pub struct SignatureService {
     ids: Arc<dyn IdGenerator>,
     outbox_written: Option<Arc<dyn Nudge>>,
     notifications: Arc<dyn NotificationSender>,
+    invitations: Arc<Invitations>,
     settings: SignatureSettings,
 }
 
@@ -101,6 +102,8 @@ pub struct SignaturePorts {
     pub outbox_written: Option<Arc<dyn Nudge>>,
     /// Emails each signer the signing page's link.
     pub notifications: Arc<dyn NotificationSender>,
+    /// Who a sandbox invitation may go to, and the send allowance it counts against.
+    pub invitations: Arc<Invitations>,
 }
 
 impl SignatureService {
@@ -114,6 +117,7 @@ impl SignatureService {
             ids: ports.ids,
             outbox_written: ports.outbox_written,
             notifications: ports.notifications,
+            invitations: ports.invitations,
             settings,
         }
     }
@@ -157,6 +161,22 @@ impl SignatureService {
         let (document, signers, expires_in, callback_url) =
             errors.finish_with(|| Some((document?, signers?, expires_in?, callback_url?)))?;
         let (bytes, pages) = document;
+        // Every signer is invited: admitted (sandbox rules, send allowance) before anything is
+        // stored or sent.
+        let fields: Vec<String> = (0..signers.len())
+            .map(|index| format!("signers[{index}].email"))
+            .collect();
+        let invitees: Vec<Invitee<'_>> = signers
+            .iter()
+            .zip(&fields)
+            .map(|(signer, field)| Invitee {
+                field,
+                email: &signer.email,
+            })
+            .collect();
+        self.invitations
+            .admit(&requester.application_id, requester.environment, &invitees)
+            .await?;
 
         let now = self.now();
         let mut request = SignatureRequest {

@@ -1,15 +1,18 @@
 //! `ConfirmationStore` on diesel: one row per hosted-page subject; every limit is a conditional
-//! statement on that row.
+//! statement on that row, or a read of it under lock judged by the domain and written back in
+//! the same transaction (a guess, ADR 0018).
 
 use async_trait::async_trait;
 use diesel::prelude::*;
 use diesel::upsert::excluded;
+use idconsent_hosted::guesses::{decode_guesses, encode_guesses, give_back};
 use idconsent_hosted::{
-    CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError, Taken,
+    CeremonyStep, Confirmation, ConfirmationStore, GuessPolicy, GuessState, Issued, NewCode,
+    StoreError, Taken,
 };
 use idconsent_kernel::Timestamp;
 
-use crate::db::Db;
+use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
 use crate::repo::{counted, delete_rows, find_row, update_rows};
 
@@ -28,6 +31,7 @@ pub mod schema {
             passkey -> Nullable<Text>,
             passkey_counter -> BigInt,
             context_hash -> Nullable<Text>,
+            guesses -> Text,
         }
     }
 }
@@ -60,6 +64,8 @@ struct Row {
     passkey: Option<String>,
     passkey_counter: i64,
     context_hash: Option<String>,
+    /// When the guesses still counted were taken: milliseconds, comma-separated.
+    guesses: String,
 }
 
 impl Row {
@@ -77,6 +83,7 @@ impl Row {
             passkey: self.passkey,
             passkey_counter: u32::try_from(self.passkey_counter).unwrap_or(u32::MAX),
             context_hash: self.context_hash,
+            guesses: decode_guesses(&self.guesses),
         }
     }
 }
@@ -115,12 +122,14 @@ impl ConfirmationStore for DieselConfirmationStore {
             passkey: None,
             passkey_counter: 0,
             context_hash: None,
+            guesses: String::new(),
         };
         let stored = self
             .db
             .write(move |conn| {
                 // One statement: the existing row is replaced only when its code is old enough
                 // and it is not locked, so of concurrent issuers at most one stores (and sends).
+                // Its guesses are not among what is replaced: a resend never restores them.
                 let upsert = diesel::insert_into(rows::table)
                     .values(&row)
                     .on_conflict(rows::subject)
@@ -169,86 +178,71 @@ impl ConfirmationStore for DieselConfirmationStore {
     async fn take_attempt(
         &self,
         subject: &str,
+        policy: &GuessPolicy,
         now: Timestamp,
-        lock_until: Timestamp,
     ) -> Result<Taken, StoreError> {
-        let key = subject.to_owned();
-        let taken = self
-            .db
+        let (key, policy) = (subject.to_owned(), *policy);
+        self.db
             .write(move |mut conn| {
-                // The attempt is taken before the code is compared: one conditional decrement.
-                let taken = crate::with_conn!(conn.reborrow(), |c| diesel::update(
-                    rows::table
-                        .find(&key)
-                        .filter(rows::code_hash.is_not_null())
-                        .filter(rows::attempts_left.gt(0))
-                        .filter(rows::code_expires_at.gt(now.as_millis()))
-                        .filter(
-                            rows::locked_until
-                                .is_null()
-                                .or(rows::locked_until.le(now.as_millis()))
-                        ),
-                )
-                .set(rows::attempts_left.eq(rows::attempts_left - 1))
-                .returning((rows::code_hash, rows::attempts_left))
-                .get_result::<(Option<String>, i32)>(c)
-                .optional())?;
-                // The take that used the last attempt locks, in the same transaction.
-                if let Some((_, 0)) = taken {
+                // The row is locked (PostgreSQL; SQLite has one writer) from the read to the
+                // write: concurrent guesses are judged one after another, each before it is
+                // compared.
+                let Some(state) = guess_state(&mut conn, &key)? else {
+                    return Ok(Taken::NoCode);
+                };
+                let (kept, taken) = policy.judge(&state, now);
+                if let Some(kept) = kept {
                     crate::with_conn!(conn, |c| diesel::update(rows::table.find(&key))
-                        .set(rows::locked_until.eq(lock_until.as_millis()))
+                        .set((
+                            rows::attempts_left.eq(i32::try_from(kept.attempts_left).unwrap_or(0)),
+                            rows::locked_until.eq(kept.locked_until.map(Timestamp::as_millis)),
+                            rows::guesses.eq(encode_guesses(&kept.guesses)),
+                        ))
                         .execute(c))?;
                 }
                 Ok(taken)
             })
             .await
-            .map_err(unavailable)?;
-        if let Some((Some(code_hash), attempts_left)) = taken {
-            return Ok(Taken::Code {
-                code_hash,
-                attempts_left: u32::try_from(attempts_left).unwrap_or(0),
-            });
-        }
-        Ok(
-            match self
-                .row(subject)
-                .await?
-                .and_then(|row| row.locked_until)
-                .filter(|until| *until > now)
-            {
-                Some(until) => Taken::Locked { until },
-                None => Taken::NoCode,
-            },
-        )
+            .map_err(unavailable)
     }
 
     async fn confirm(
         &self,
         subject: &str,
         code_hash: &str,
+        taken_at: Timestamp,
         token_hash: &str,
         token_expires_at: Timestamp,
     ) -> Result<bool, StoreError> {
-        let (subject, code_hash, token_hash) = (
+        let (key, code_hash, token_hash) = (
             subject.to_owned(),
             code_hash.to_owned(),
             token_hash.to_owned(),
         );
-        let changed = update_rows!(
-            self.db,
-            rows::table
-                .find(&subject)
-                .filter(rows::code_hash.eq(&code_hash)),
-            (
-                rows::code_hash.eq(None::<String>),
-                rows::locked_until.eq(None::<i64>),
-                rows::token_hash.eq(Some(&token_hash)),
-                rows::token_expires_at.eq(Some(token_expires_at.as_millis())),
-            )
-        )
-        .await
-        .map_err(unavailable)?;
-        Ok(changed == 1)
+        self.db
+            .write(move |mut conn| {
+                let Some(state) = guess_state(&mut conn, &key)? else {
+                    return Ok(false);
+                };
+                // A code confirms once: the row is locked, and the code cleared below.
+                if state.code_hash.as_deref() != Some(code_hash.as_str()) {
+                    return Ok(false);
+                }
+                let mut guesses = state.guesses;
+                give_back(&mut guesses, taken_at);
+                crate::with_conn!(conn, |c| diesel::update(rows::table.find(&key))
+                    .set((
+                        rows::code_hash.eq(None::<String>),
+                        rows::locked_until.eq(None::<i64>),
+                        rows::token_hash.eq(Some(&token_hash)),
+                        rows::token_expires_at.eq(Some(token_expires_at.as_millis())),
+                        rows::guesses.eq(encode_guesses(&guesses)),
+                    ))
+                    .execute(c))?;
+                Ok(true)
+            })
+            .await
+            .map_err(unavailable)
     }
 
     async fn find(&self, subject: &str) -> Result<Option<Confirmation>, StoreError> {
@@ -283,15 +277,25 @@ impl ConfirmationStore for DieselConfirmationStore {
 
     async fn consume(&self, subject: &str, token_hash: &str) -> Result<bool, StoreError> {
         let (subject, token_hash) = (subject.to_owned(), token_hash.to_owned());
-        let deleted = delete_rows!(
+        // The row stays: its guesses count on after the decision.
+        let consumed = update_rows!(
             self.db,
             rows::table
                 .find(&subject)
-                .filter(rows::token_hash.eq(&token_hash))
+                .filter(rows::token_hash.eq(&token_hash)),
+            (
+                rows::code_hash.eq(None::<String>),
+                rows::token_hash.eq(None::<String>),
+                rows::token_expires_at.eq(None::<i64>),
+                rows::ceremony.eq(None::<String>),
+                rows::passkey.eq(None::<String>),
+                rows::passkey_counter.eq(0),
+                rows::context_hash.eq(None::<String>),
+            )
         )
         .await
         .map_err(unavailable)?;
-        Ok(deleted == 1)
+        Ok(consumed == 1)
     }
 
     async fn forget_before(&self, before: Timestamp) -> Result<u64, StoreError> {
@@ -310,4 +314,30 @@ impl ConfirmationStore for DieselConfirmationStore {
             );
         counted(delete_rows!(self.db, forgotten), unavailable).await
     }
+}
+
+/// What a guess is judged on, read under the row's lock (`FOR UPDATE` on PostgreSQL; SQLite's
+/// single writer serialises).
+fn guess_state(conn: &mut AnyConnection<'_>, key: &str) -> Result<Option<GuessState>, DbError> {
+    let query = rows::table.find(key).select((
+        rows::code_hash,
+        rows::code_expires_at,
+        rows::attempts_left,
+        rows::locked_until,
+        rows::guesses,
+    ));
+    type Read = (Option<String>, i64, i32, Option<i64>, String);
+    let read = match conn {
+        AnyConnection::Sqlite(c) => query.first::<Read>(&mut **c).optional()?,
+        AnyConnection::Postgres(c) => query.for_update().first::<Read>(&mut **c).optional()?,
+    };
+    Ok(read.map(
+        |(code_hash, code_expires_at, attempts_left, locked_until, guesses)| GuessState {
+            code_hash,
+            code_expires_at: Timestamp::from_millis(code_expires_at),
+            attempts_left: u32::try_from(attempts_left).unwrap_or(0),
+            locked_until: locked_until.map(Timestamp::from_millis),
+            guesses: decode_guesses(&guesses),
+        },
+    ))
 }

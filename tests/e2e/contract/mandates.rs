@@ -147,17 +147,25 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
             &json!({"publicKey": options["data"]["publicKey"]}),
         )
         .unwrap();
-    let step = contract
+    // A page that showed something else (its hash is not the mandate's now): 409, reload.
+    contract
         .response(
             "POST /mandates/{id}/passkey/assertion",
-            "",
+            "changed since the page was loaded",
             visitor
                 .post(
                     app,
                     "/passkey/assertion",
-                    &json!({"token": token, "credential": created}),
+                    &json!({"token": token, "credential": created, "contextHash": "00".repeat(32)}),
                 )
                 .await,
+        )
+        .await;
+    let step = contract
+        .response(
+            "POST /mandates/{id}/passkey/assertion",
+            "",
+            visitor.assertion_step(app, &token, &created).await,
         )
         .await;
     let assertion = visitor.assert(&step["data"]);

@@ -137,6 +137,8 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         .unwrap()
         .to_owned();
     let page = format!("/sign/{id}");
+    let rendered = app.get(&page).await.text().await.unwrap();
+    let shown = idconsent_e2e::hosted::rendered_hash(&rendered).unwrap();
     let step = |path: &str, extra: serde_json::Value| {
         let mut body = json!({"email": "cy@example.com"});
         if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
@@ -178,7 +180,7 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
             "",
             step(
                 "/passkey/assertion",
-                json!({"token": token, "credential": credential}),
+                json!({"token": token, "credential": credential, "contextHash": shown}),
             )
             .await,
         )
@@ -192,7 +194,10 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
             "",
             step(
                 "/decision",
-                json!({"token": token, "decision": "approve", "credential": assertion}),
+                json!({
+                    "token": token, "decision": "approve", "credential": assertion,
+                    "contextHash": shown
+                }),
             )
             .await,
         )

@@ -17,7 +17,11 @@ mod validation;
 
 use documents::{flipped_positions, pdf, pdfsig, pdftotext, pyhanko};
 use page::{
-    a_signer_declines_and_biometrics_can_be_waived, signers_sign_on_the_hosted_page_with_a_passkey,
+    a_signer_declines_and_biometrics_can_be_waived,
+    concurrent_guesses_in_any_spelling_count_against_one_signer,
+    every_spelling_of_a_signer_shares_one_lock, signers_sign_on_the_hosted_page_with_a_passkey,
+    the_signing_page_answers_only_for_what_it_rendered,
+    wrong_codes_over_resends_and_spellings_are_counted_ten_a_day,
 };
 use validation::{
     a_document_over_20_mib_is_refused_with_413, bad_documents_and_signers_are_refused,
@@ -33,6 +37,10 @@ on_both_backends!(
     a_create_is_idempotent,
     signers_sign_on_the_hosted_page_with_a_passkey,
     a_signer_declines_and_biometrics_can_be_waived,
+    every_spelling_of_a_signer_shares_one_lock,
+    wrong_codes_over_resends_and_spellings_are_counted_ten_a_day,
+    concurrent_guesses_in_any_spelling_count_against_one_signer,
+    the_signing_page_answers_only_for_what_it_rendered,
 );
 
 pub(super) fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {

@@ -3,12 +3,13 @@
 use std::sync::Arc;
 
 use idconsent_mandate::{MandatePorts, MandateService, MandateSettings};
+use idconsent_notification::Invitations;
 use idconsent_store_diesel::{DieselEndUserStore, DieselMandateStore};
 
 use super::Shared;
 use super::bridges::EnrolledRecipients;
 
-pub fn build(shared: &Shared) -> Arc<MandateService> {
+pub fn build(shared: &Shared, invitations: Arc<Invitations>) -> Arc<MandateService> {
     let config = &shared.config;
     Arc::new(MandateService::new(
         MandatePorts {
@@ -21,6 +22,7 @@ pub fn build(shared: &Shared) -> Arc<MandateService> {
             ids: shared.ids.clone(),
             outbox_written: Some(shared.outbox_written()),
             notifications: shared.notifier.clone(),
+            invitations,
         },
         MandateSettings {
             allow_private_callbacks: config.webhooks.allow_private_callbacks,

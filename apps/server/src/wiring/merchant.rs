@@ -10,6 +10,7 @@ use idconsent_merchant::ports::BusinessRegistry;
 use idconsent_merchant::{
     ApplicationSigningSecrets, MerchantDirectory, MerchantPorts, MerchantService, MerchantSettings,
 };
+use idconsent_notification::TeamDirectory;
 use idconsent_password_argon2::{Argon2Passwords, HashingLimits};
 use idconsent_registry::{HttpRegistry, SandboxRegistry};
 use idconsent_store_diesel::DieselMerchantStore;
@@ -23,6 +24,8 @@ pub struct Merchants {
     pub service: Arc<MerchantService>,
     /// Merchant and application names, for what approvals show.
     pub directory: Arc<dyn ApplicationDirectory>,
+    /// The verified addresses of an application's team, for sandbox invitations.
+    pub team: Arc<dyn TeamDirectory>,
     /// The secrets webhooks are signed with.
     pub signing_secrets: Arc<ApplicationSigningSecrets>,
     access: ApiAccess,
@@ -76,9 +79,15 @@ pub fn build(shared: &Shared) -> Result<Merchants, WiringError> {
             config.webhooks.allow_private_callbacks,
         ),
     ));
+    let directory = Arc::new(MerchantDirectory::new(
+        store.clone(),
+        store.clone(),
+        store.clone(),
+    ));
     Ok(Merchants {
         service,
-        directory: Arc::new(MerchantDirectory::new(store.clone(), store.clone())),
+        directory: directory.clone(),
+        team: directory,
         signing_secrets: Arc::new(ApplicationSigningSecrets::new(
             store.clone(),
             shared.vault.clone(),

@@ -29,7 +29,7 @@ use idconsent_kernel::{
     SystemClock, UlidGenerator,
 };
 use idconsent_mandate::MandateApprovals;
-use idconsent_notification::Notifier;
+use idconsent_notification::{Invitations, Notifier, SandboxRecipients};
 use idconsent_oauth::OAuthApprovals;
 use idconsent_signature::SignatureApprovals;
 use idconsent_store_diesel::{Db, reseal_legacy_secrets};
@@ -39,7 +39,7 @@ use tokio::sync::Notify;
 pub use oauth::OAuthKeys;
 pub use system::SystemStatus;
 
-use crate::config::{BlobConfig, Config};
+use crate::config::{BlobConfig, Config, Mode};
 use crate::context::{AppContext, Wake};
 use crate::http::metrics::Metrics;
 use crate::http::openapi::ApiDocs;
@@ -163,9 +163,19 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let mut approvals = ApprovalRegistry::new();
     approvals.register(consent_approvals.clone())?;
     approvals.register(Arc::new(enduser::device_additions(&shared)))?;
-    let signatures = signature::build(&shared)?;
+    // Sandbox invitations reach the dev mailbox in dev mode, only the team in production, and
+    // count against the application's send allowance.
+    let invitations = Arc::new(Invitations::new(
+        notifications.send_limits.clone(),
+        merchants.team.clone(),
+        match config.mode {
+            Mode::Dev => SandboxRecipients::DevMailbox,
+            Mode::Production => SandboxRecipients::Team,
+        },
+    ));
+    let signatures = signature::build(&shared, invitations.clone())?;
     approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
-    let mandates = mandate::build(&shared);
+    let mandates = mandate::build(&shared, invitations);
     let identity = identity::build(&shared);
     approvals.register(Arc::new(MandateApprovals::new(
         mandates.clone(),

@@ -3,13 +3,17 @@
 
 use std::sync::Arc;
 
+use idconsent_notification::Invitations;
 use idconsent_pdf_sign::{IdentityError, LopdfInspector, PadesCertificateMaker, SigningIdentity};
 use idconsent_signature::{SignaturePorts, SignatureService, SignatureSettings};
 use idconsent_store_diesel::DieselSignatureStore;
 
 use super::Shared;
 
-pub fn build(shared: &Shared) -> Result<Arc<SignatureService>, IdentityError> {
+pub fn build(
+    shared: &Shared,
+    invitations: Arc<Invitations>,
+) -> Result<Arc<SignatureService>, IdentityError> {
     let config = &shared.config;
     let identity = match &config.signature.signing_identity {
         Some((cert, key)) => {
@@ -33,6 +37,7 @@ pub fn build(shared: &Shared) -> Result<Arc<SignatureService>, IdentityError> {
             ids: shared.ids.clone(),
             outbox_written: Some(shared.outbox_written()),
             notifications: shared.notifier.clone(),
+            invitations,
         },
         SignatureSettings {
             allow_private_callbacks: config.webhooks.allow_private_callbacks,

@@ -13,7 +13,8 @@ use utoipa::ToSchema;
 
 use super::page::{STEPS_STYLE, escape, html_page, steps_script, unavailable_page};
 use super::steps::{
-    self, HostedAssertionOptions, HostedCreationOptions, HostedDecision, HostedPageToken,
+    self, DecisionStep, HostedAssertionOptions, HostedCreationOptions, HostedDecision,
+    HostedPageToken,
 };
 use crate::context::AppContext;
 use crate::http::envelope::{Empty, Envelope};
@@ -44,7 +45,13 @@ pub async fn page(
     match context.hosted.view(&purpose(&id)).await {
         Ok(view) => Ok(html_page(
             &nonce,
-            render(&id, &mask(view.email.as_str()), &view.context, &nonce),
+            render(
+                &id,
+                &mask(view.email.as_str()),
+                &view.context,
+                &view.page_hash,
+                &nonce,
+            ),
         )),
         Err(HostedError::NotPending(status)) => {
             let mut response = html_page(&nonce, render_closed(&status));
@@ -134,22 +141,27 @@ pub async fn passkey_registration(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HostedCredentialBody {
     token: String,
     /// The `PublicKeyCredential` (WebAuthn JSON).
     #[schema(value_type = Object)]
     credential: Value,
+    /// The page's `data-context-hash`: the hash of the terms it shows.
+    context_hash: String,
 }
 
 /// Keeps the new passkey and returns assertion options whose challenge commits to the mandate's
-/// terms as they are now.
+/// terms as they are now — only if the page showed those terms (`contextHash`), else 409 and
+/// the page is to be reloaded.
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`md_…`")),
     request_body = HostedCredentialBody,
     responses(
         (status = 200, description = "Assertion options", body = Envelope<HostedAssertionOptions>),
-        (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody)
+        (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody),
+        (status = 409, description = "The terms changed after the page was loaded (`contextHash`): reload it", body = ErrorBody)
     )
 )]
 #[post("/mandates/{id}/passkey/assertion")]
@@ -159,10 +171,18 @@ pub async fn passkey_assertion(
     body: ApiJson<HostedCredentialBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    steps::passkey_assertion(&context, &purpose(&id), &body.token, &body.credential).await
+    steps::passkey_assertion(
+        &context,
+        &purpose(&id),
+        &body.token,
+        &body.credential,
+        &body.context_hash,
+    )
+    .await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct HostedDecisionBody {
     token: String,
     /// `approve` or `reject`.
@@ -170,10 +190,13 @@ pub struct HostedDecisionBody {
     /// The assertion over the challenge of the previous step.
     #[schema(value_type = Object)]
     credential: Value,
+    /// The page's `data-context-hash`: the hash of the terms it shows.
+    context_hash: String,
 }
 
 /// Approves (`active`, `mandate.signed`) or declines (`cancelled`) with the passkey's
-/// assertion; once per page token. 409 when the mandate changed since the challenge.
+/// assertion; once per page token. 409 when the mandate changed since the page was loaded
+/// (`contextHash`; the token is kept for the reloaded page) or since the challenge.
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`md_…`")),
@@ -181,7 +204,7 @@ pub struct HostedDecisionBody {
     responses(
         (status = 200, description = "Decided", body = Envelope<HostedDecision>),
         (status = 401, description = "No live page token, or the assertion did not verify", body = ErrorBody),
-        (status = 409, description = "No longer awaiting authorisation, or changed since the challenge", body = ErrorBody),
+        (status = 409, description = "No longer awaiting authorisation, or changed since the page was loaded or the challenge", body = ErrorBody),
         (status = 422, description = "Unknown decision", body = ErrorBody)
     )
 )]
@@ -193,18 +216,14 @@ pub async fn decide(
     body: ApiJson<HostedDecisionBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let purpose = purpose(&id);
-    let credential = Some(&body.credential);
-    steps::decide(
-        &context,
-        &req,
-        &purpose,
-        &body.token,
-        &body.decision,
-        credential,
-        true,
-    )
-    .await
+    let step = DecisionStep {
+        token: &body.token,
+        decision: &body.decision,
+        shown: &body.context_hash,
+        assertion: Some(&body.credential),
+        passkey_required: true,
+    };
+    steps::decide(&context, &req, &purpose(&id), step).await
 }
 
 /// `ann@example.com` → `a••@example.com`: the page names the address without spelling it out.
@@ -257,7 +276,7 @@ fn render_closed(status: &str) -> String {
     )
 }
 
-fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
+fn render(id: &str, email: &str, context: &Value, page_hash: &str, nonce: &str) -> String {
     let script = steps_script(nonce);
     let merchant = escape(&text(&context["merchant"]));
     let application = escape(&text(&context["application"]));
@@ -282,6 +301,7 @@ fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
     };
     let id = escape(id);
     let email = escape(email);
+    let page_hash = escape(page_hash);
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -294,7 +314,7 @@ fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
 <style nonce="{nonce}">{STEPS_STYLE}</style>
 </head>
 <body>
-<main id="steps" data-base="/mandates/{id}" data-passkey="required" data-approved="Mandate authorised." data-declined="Mandate declined.">
+<main id="steps" data-base="/mandates/{id}" data-context-hash="{page_hash}" data-passkey="required" data-approved="Mandate authorised." data-declined="Mandate declined.">
 <p class="requester">{application} · {merchant}</p>
 <h1>Authorise a {kind}</h1>
 <p id="description">{description}</p>
@@ -316,6 +336,7 @@ fn render(id: &str, email: &str, context: &Value, nonce: &str) -> String {
 <button id="reject" class="secondary">Decline</button>
 </section>
 <p id="status" role="status" aria-live="polite"></p>
+<button id="reload" hidden>Reload the page</button>
 </main>
 {script}
 </body>

@@ -53,6 +53,11 @@ impl From<HostedError> for ApiError {
                 ErrorCategory::Unauthorized,
                 format!("The passkey step did not verify: {reason}"),
             ),
+            HostedError::Changed => ApiError::new(ErrorCategory::Conflict, error.to_string())
+                .with_details(vec![idconsent_kernel::FieldError::new(
+                    "contextHash",
+                    "is not what the page shows now; reload the page",
+                )]),
             HostedError::Quota {
                 quota,
                 retry_after_secs,

@@ -73,7 +73,9 @@ pub fn escape(text: &str) -> String {
 }
 
 /// The steps every hosted approval page runs (emailed code, passkey, decision), driven by the
-/// `#steps` element's data attributes: `data-base` (the page's path), `data-passkey`
+/// `#steps` element's data attributes: `data-base` (the page's path), `data-context-hash` (the
+/// hash of what the page shows, sent with the passkey and decision steps: the server refuses
+/// them with 409 when the object changed since, and the page offers `#reload`), `data-passkey`
 /// (`required` or `none`), `data-approved` / `data-declined` (what to say after). A page with
 /// an `#email` input sends the address with every step; one with a `#document` link gets the
 /// document once the address is confirmed.
@@ -85,10 +87,21 @@ pub fn steps_script(nonce: &str) -> String {
   var root = document.getElementById("steps");
   var base = root.getAttribute("data-base");
   var passkeyRequired = root.getAttribute("data-passkey") === "required";
+  var shown = root.getAttribute("data-context-hash");
   var note = document.getElementById("status");
   var token = null, assertion = null;
   function $(id) {{ return document.getElementById(id); }}
   function say(text) {{ note.textContent = text; }}
+  // A refusal; when what the page shows changed meanwhile, only a reload can go on.
+  function fail(e) {{
+    say(e.message || String(e));
+    if (e.reload) {{
+      $("step-passkey").hidden = true;
+      $("step-decide").hidden = true;
+      $("reload").hidden = false;
+    }}
+  }}
+  $("reload").addEventListener("click", function () {{ window.location.reload(); }});
   // Pages where the visitor says who they are (a signer) send their address with every step.
   function who(body) {{
     var email = $("email");
@@ -101,7 +114,13 @@ pub fn steps_script(nonce: &str) -> String {
       body: JSON.stringify(who(body))
     }}).then(function (response) {{
       return response.json().then(function (json) {{
-        if (!response.ok) {{ throw new Error(json.message || ("HTTP " + response.status)); }}
+        if (!response.ok) {{
+          var error = new Error(json.message || ("HTTP " + response.status));
+          error.reload = response.status === 409 && (json.details || []).some(function (d) {{
+            return d.field === "contextHash";
+          }});
+          throw error;
+        }}
         return json.data || {{}};
       }});
     }});
@@ -151,7 +170,8 @@ pub fn steps_script(nonce: &str) -> String {
       options.excludeCredentials = ids(options.excludeCredentials);
       return navigator.credentials.create({{ publicKey: options }});
     }}).then(function (created) {{
-      return post("/passkey/assertion", {{ token: token, credential: credentialJson(created) }});
+      return post("/passkey/assertion",
+                  {{ token: token, credential: credentialJson(created), contextHash: shown }});
     }}).then(function (data) {{
       var options = data.publicKey;
       options.challenge = fromB64(options.challenge);
@@ -162,7 +182,7 @@ pub fn steps_script(nonce: &str) -> String {
       $("step-passkey").hidden = true;
       $("step-decide").hidden = false;
       say("Passkey confirmed.");
-    }}).catch(function (e) {{ say(e.message || String(e)); }});
+    }}).catch(fail);
   }});
   // The document is shown only to a confirmed signer: fetched with the token.
   function showDocument() {{
@@ -181,11 +201,12 @@ pub fn steps_script(nonce: &str) -> String {
     }}).catch(function (e) {{ say(e.message); }});
   }}
   function decide(decision) {{
-    post("/decision", {{ token: token, decision: decision, credential: assertion }}).then(function (data) {{
+    post("/decision", {{ token: token, decision: decision, credential: assertion,
+                         contextHash: shown }}).then(function (data) {{
       $("step-decide").hidden = true;
       say(decision === "approve" ? root.getAttribute("data-approved")
                                  : root.getAttribute("data-declined"));
-    }}, function (e) {{ say(e.message); }});
+    }}, fail);
   }}
   $("approve").addEventListener("click", function () {{ decide("approve"); }});
   $("reject").addEventListener("click", function () {{ decide("reject"); }});

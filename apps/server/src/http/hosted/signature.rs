@@ -16,7 +16,8 @@ use utoipa::ToSchema;
 
 use super::page::{STEPS_STYLE, escape, hardened, html_page, steps_script, unavailable_page};
 use super::steps::{
-    self, HostedAssertionOptions, HostedCreationOptions, HostedDecision, HostedPageToken,
+    self, DecisionStep, HostedAssertionOptions, HostedCreationOptions, HostedDecision,
+    HostedPageToken,
 };
 use crate::context::AppContext;
 use crate::http::envelope::{Empty, Envelope};
@@ -187,21 +188,27 @@ pub async fn passkey_registration(
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SigningCredentialBody {
     email: String,
     token: String,
     #[schema(value_type = Object)]
     credential: Value,
+    /// The page's `data-context-hash`: the hash of the request and document it shows.
+    context_hash: String,
 }
 
-/// Keeps the new passkey and returns assertion options over the document and the signer.
+/// Keeps the new passkey and returns assertion options over the document and the signer — only
+/// if the page showed this request as it is (`contextHash`), else 409 and the page is to be
+/// reloaded.
 #[utoipa::path(
     tag = "hosted",
     params(("id" = String, Path, description = "`sr_…`")),
     request_body = SigningCredentialBody,
     responses(
         (status = 200, description = "Assertion options", body = Envelope<HostedAssertionOptions>),
-        (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody)
+        (status = 401, description = "No live page token, or the passkey did not verify", body = ErrorBody),
+        (status = 409, description = "Not what the page showed (`contextHash`): reload it", body = ErrorBody)
     )
 )]
 #[post("/sign/{id}/passkey/assertion")]
@@ -212,15 +219,25 @@ pub async fn passkey_assertion(
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let purpose = purpose(&id, &body.email);
-    steps::passkey_assertion(&context, &purpose, &body.token, &body.credential).await
+    steps::passkey_assertion(
+        &context,
+        &purpose,
+        &body.token,
+        &body.credential,
+        &body.context_hash,
+    )
+    .await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct SigningDecisionBody {
     email: String,
     token: String,
     /// `approve` (sign) or `reject` (decline).
     decision: String,
+    /// The page's `data-context-hash`: the hash of the request and document it shows.
+    context_hash: String,
     /// The assertion of the passkey step; required when the request requires biometrics.
     #[serde(default)]
     #[schema(value_type = Option<Object>)]
@@ -236,7 +253,7 @@ pub struct SigningDecisionBody {
     responses(
         (status = 200, description = "Answered", body = Envelope<HostedDecision>),
         (status = 401, description = "No live page token, or the passkey step is missing or did not verify", body = ErrorBody),
-        (status = 409, description = "No longer pending, or this signer already answered", body = ErrorBody),
+        (status = 409, description = "No longer pending, this signer already answered, or not what the page showed (`contextHash`)", body = ErrorBody),
         (status = 422, description = "Unknown decision", body = ErrorBody)
     )
 )]
@@ -250,24 +267,22 @@ pub async fn decide(
     let body = body.0;
     let request = request(&context, &id).await?;
     let purpose = purpose(&id, &body.email);
-    let credential = body.credential.as_ref();
-    steps::decide(
-        &context,
-        &req,
-        &purpose,
-        &body.token,
-        &body.decision,
-        credential,
-        request.require_biometric,
-    )
-    .await
-    .map_err(|error| {
-        if actix_web::ResponseError::status_code(&error) == StatusCode::NOT_FOUND {
-            ApiError::not_found("No such signer on this request")
-        } else {
-            error
-        }
-    })
+    let step = DecisionStep {
+        token: &body.token,
+        decision: &body.decision,
+        shown: &body.context_hash,
+        assertion: body.credential.as_ref(),
+        passkey_required: request.require_biometric,
+    };
+    steps::decide(&context, &req, &purpose, step)
+        .await
+        .map_err(|error| {
+            if actix_web::ResponseError::status_code(&error) == StatusCode::NOT_FOUND {
+                ApiError::not_found("No such signer on this request")
+            } else {
+                error
+            }
+        })
 }
 
 fn render_closed(status: &str) -> String {
@@ -292,6 +307,7 @@ fn render(request: &SignatureRequest, nonce: &str) -> String {
     let pages = request.document_pages;
     let sha256 = escape(&request.document_sha256);
     let expires = escape(&request.expires_at.to_rfc3339());
+    let page_hash = escape(&idconsent_signature::page_hash(request));
     format!(
         r#"<!doctype html>
 <html lang="en">
@@ -305,7 +321,7 @@ fn render(request: &SignatureRequest, nonce: &str) -> String {
 #viewer{{width:100%;height:60vh;border:1px solid #d0d4dc;border-radius:8px}}</style>
 </head>
 <body>
-<main id="steps" data-base="/sign/{id}" data-passkey="{passkey}" data-approved="Signed." data-declined="Declined.">
+<main id="steps" data-base="/sign/{id}" data-context-hash="{page_hash}" data-passkey="{passkey}" data-approved="Signed." data-declined="Declined.">
 <h1>Sign a document</h1>
 <p>A PDF of {pages} page(s) awaits {signers} signer(s), until {expires}.</p>
 <p class="note">Its SHA-256 fingerprint: <code id="sha256">{sha256}</code></p>
@@ -327,6 +343,7 @@ fn render(request: &SignatureRequest, nonce: &str) -> String {
 <button id="reject" class="secondary">Decline</button>
 </section>
 <p id="status" role="status" aria-live="polite"></p>
+<button id="reload" hidden>Reload the page</button>
 </main>
 {script}
 </body>

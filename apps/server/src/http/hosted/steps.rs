@@ -89,15 +89,17 @@ pub async fn passkey_registration(
     ))
 }
 
+/// The assertion step, for the page that showed `shown` (its `data-context-hash`).
 pub async fn passkey_assertion(
     context: &AppContext,
     purpose: &Purpose,
     token: &str,
     credential: &Value,
+    shown: &str,
 ) -> Result<HttpResponse, ApiError> {
     let started = context
         .hosted
-        .passkey_assertion(purpose, token, credential)
+        .passkey_assertion(purpose, token, credential, shown)
         .await?;
     Ok(respond(
         StatusCode::OK,
@@ -111,16 +113,31 @@ pub async fn passkey_assertion(
     ))
 }
 
+/// What a page's decision step sends.
+#[derive(Debug, Clone, Copy)]
+pub struct DecisionStep<'a> {
+    pub token: &'a str,
+    pub decision: &'a str,
+    /// The hash of what the page showed (its `data-context-hash`).
+    pub shown: &'a str,
+    pub assertion: Option<&'a Value>,
+    pub passkey_required: bool,
+}
+
 /// The decision: `approve` or `reject` (else 422), with who is at the page for the audit trail.
 pub async fn decide(
     context: &AppContext,
     req: &HttpRequest,
     purpose: &Purpose,
-    token: &str,
-    decision: &str,
-    assertion: Option<&Value>,
-    passkey_required: bool,
+    step: DecisionStep<'_>,
 ) -> Result<HttpResponse, ApiError> {
+    let DecisionStep {
+        token,
+        decision,
+        shown,
+        assertion,
+        passkey_required,
+    } = step;
     let decision = match decision {
         "approve" => Decision::Approve,
         "reject" => Decision::Reject,
@@ -141,6 +158,7 @@ pub async fn decide(
     };
     let answer = Answer {
         decision,
+        shown,
         assertion: assertion.filter(|value| !value.is_null()),
         passkey_required,
         client,

@@ -43,6 +43,10 @@ impl From<MandateError> for ApiError {
                 quota,
                 retry_after_secs,
             } => ApiError::quota_exceeded(quota, retry_after_secs),
+            MandateError::Limited {
+                message,
+                retry_after_secs,
+            } => ApiError::rate_limited(message, retry_after_secs),
             MandateError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }

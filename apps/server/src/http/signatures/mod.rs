@@ -33,6 +33,10 @@ impl From<SignatureError> for ApiError {
         match error {
             SignatureError::Invalid(errors) => ApiError::validation(errors),
             SignatureError::TooLarge(limit) => ApiError::payload_too_large(limit),
+            SignatureError::Limited {
+                message,
+                retry_after_secs,
+            } => ApiError::rate_limited(message, retry_after_secs),
             SignatureError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }

@@ -1,0 +1,1 @@
+ALTER TABLE hosted_confirmations DROP COLUMN guesses;
