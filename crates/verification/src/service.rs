@@ -5,7 +5,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{
-    BlobStore, Clock, Environment, IdGenerator, Metering, Metric, Nudge, QuotaExceeded, Timestamp,
+    BlobStore, Clock, Environment, IdGenerator, Metering, Nudge, QuotaExceeded, Timestamp,
     ValidationErrors,
 };
 use idconsent_webhook::{Effects, EventType, Outbox};
@@ -21,6 +21,10 @@ use crate::model::{
 };
 use crate::ports::{StoreError, VerificationStore};
 use crate::verdict::{DocumentRead, Readings, conclude, confidence_of};
+
+mod images;
+
+pub use images::IMAGES_PREFIX;
 
 #[derive(Debug, Clone)]
 pub struct VerificationSettings {
@@ -109,8 +113,9 @@ impl VerificationService {
     }
 
     /// Validates the request, keeps the images and stores the verification as a job, charged
-    /// to the month's verification quota in the same transaction. Analysis runs later
-    /// ([`Self::analyse_due`]), off the request.
+    /// to the month's verification quota in the same transaction; a refusal after the images
+    /// were stored deletes them again. Analysis runs later ([`Self::analyse_due`]), off the
+    /// request.
     pub async fn submit(
         &self,
         requester: &Requester,
@@ -171,8 +176,6 @@ impl VerificationService {
             leased_until: None,
             version: 0,
         };
-        // The images first: a job is never stored without them; orphans of a failed insert
-        // are harmless (their keys name an id nobody holds).
         let mut uploads = vec![
             (verification.images.front.clone(), front),
             (verification.images.selfie.clone(), selfie),
@@ -180,33 +183,7 @@ impl VerificationService {
         if let (Some(key), Some(bytes)) = (&verification.images.back, back) {
             uploads.push((key.clone(), bytes));
         }
-        for (key, bytes) in uploads {
-            self.ports
-                .blobs
-                .put(&key, bytes)
-                .await
-                .map_err(unavailable)?;
-        }
-        let charge = self
-            .ports
-            .metering
-            .charge(
-                &verification.application_id,
-                verification.environment,
-                Metric::Verifications,
-                now,
-            )
-            .await
-            .map_err(unavailable)?;
-        let effects = Effects {
-            outbox: Vec::new(),
-            charges: charge.into_iter().collect(),
-        };
-        self.ports
-            .store
-            .create(&verification, &effects)
-            .await
-            .map_err(|error| self.store_error(error))?;
+        self.store_with_images(&verification, uploads).await?;
         if let Some(nudge) = &self.ports.job_created {
             nudge.nudge();
         }
@@ -388,24 +365,6 @@ impl VerificationService {
             self.forget_images(&job).await;
         }
         Ok(stored)
-    }
-
-    /// A finished verification's images are deleted: the result keeps what was read, and an
-    /// identity document kept longer than needed is a liability (data minimisation). Only the
-    /// worker whose result was stored deletes, so a retried analysis still finds them. Best
-    /// effort: a failed delete leaves an orphan under `identity/<id>/`, never a wrong result.
-    async fn forget_images(&self, job: &Verification) {
-        let images = &job.images;
-        for key in [
-            Some(&images.front),
-            images.back.as_ref(),
-            Some(&images.selfie),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let _ = self.ports.blobs.delete(key).await;
-        }
     }
 
     /// Base64 → bytes within the size limit → an image the analyzers can decode.

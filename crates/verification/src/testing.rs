@@ -3,7 +3,7 @@
 //! an [`InMemoryDeliveries`]; charges are not judged here, no plans in memory), scripted analysis
 //! engines, and images in memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
@@ -101,6 +101,16 @@ impl VerificationStore for InMemoryVerifications {
             }
             _ => Ok(false),
         }
+    }
+
+    async fn images_in_use(&self, ids: &[VerificationId]) -> Result<BTreeSet<String>, StoreError> {
+        let verifications = self.lock();
+        Ok(ids
+            .iter()
+            .filter_map(|id| verifications.get(id))
+            .filter(|job| job.outcome.is_none())
+            .flat_map(|job| job.images.keys())
+            .collect())
     }
 }
 
