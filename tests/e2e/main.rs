@@ -13,6 +13,7 @@ mod hosted;
 mod hosted_browser;
 mod identity;
 mod identity_images;
+mod identity_liveness;
 mod limits;
 mod mandates;
 mod merchants;

@@ -14,7 +14,7 @@ use crate::analysis::{AnalysisError, BarcodeReader, FaceMatcher, ImageAnalyzer, 
 use crate::country::is_country;
 use crate::error::VerificationError;
 use crate::events::StatusBody;
-use crate::liveness::{self, CHALLENGES, LivenessVerdict};
+use crate::liveness::{self, CHALLENGES, FacePresence, LivenessVerdict};
 use crate::model::{
     CheckResult, Checks, DocumentType, Extraction, Finding, Images, LivenessSignals, Outcome,
     Verification, VerificationStatus,
@@ -72,6 +72,8 @@ pub struct LivenessAnswer {
     /// The measurements, when the image could be measured.
     pub signals: Option<LivenessSignals>,
     pub challenge: Option<String>,
+    /// Asked with a sandbox key.
+    pub sandbox: bool,
     pub processing_time: Duration,
 }
 
@@ -207,9 +209,11 @@ impl VerificationService {
         Ok(verification)
     }
 
-    /// Liveness of one image, answered at once (nothing is stored).
+    /// Liveness of one image, answered at once (nothing is stored, nothing counted); the same
+    /// analysis for sandbox and live keys, the answer marked with which it was (CONTRACT §7).
     pub async fn liveness(
         &self,
+        requester: &Requester,
         image: &str,
         challenge: Option<&str>,
     ) -> Result<LivenessAnswer, VerificationError> {
@@ -227,21 +231,28 @@ impl VerificationService {
         };
         let signals = self.ports.images.liveness_signals(&image).await;
         let verdict = match &signals {
-            Ok(signals) => liveness::judge(signals),
-            Err(error) => LivenessVerdict {
-                check: CheckResult::Inconclusive,
-                is_live: false,
-                confidence: 0.0,
-                spoof_type: "undetermined".into(),
-                notes: vec![error.to_string()],
+            Ok(signals) => match liveness::judge_signals(signals) {
+                Some(verdict) => verdict,
+                // Only a clean frame without a cue is worth the face detector's time.
+                None => liveness::judge_clean_frame(signals, &self.face_in(&image).await),
             },
+            Err(error) => LivenessVerdict::not_measured(error.to_string()),
         };
         Ok(LivenessAnswer {
             verdict,
             signals: signals.ok(),
             challenge: challenge.map(str::to_owned),
+            sandbox: requester.environment == Environment::Sandbox,
             processing_time: started.elapsed(),
         })
+    }
+
+    async fn face_in(&self, image: &[u8]) -> FacePresence {
+        match self.ports.faces.find_face(image).await {
+            Ok(true) => FacePresence::Found,
+            Ok(false) => FacePresence::NotFound,
+            Err(error) => FacePresence::NotChecked(error.to_string()),
+        }
     }
 
     /// Claims due analysis jobs and finishes them, each with `verification.completed` in the
