@@ -12,6 +12,8 @@ mod gates;
 mod hosted;
 mod hosted_browser;
 mod identity;
+mod identity_images;
+mod identity_liveness;
 mod invitations;
 mod limits;
 mod mandates;

@@ -242,6 +242,29 @@ pub fn spawn_all(
         )
     });
     let analyses: Vec<_> = analyses.collect();
+    let identity = context.identity.clone();
+    // Every process, analysing or not: images a crash, a cut-off request or a failed delete left
+    // behind (docs/security.md). Deleting twice is fine, so several processes may sweep at once.
+    let sweep_images = spawn_loop(
+        "identity-image-sweep",
+        context.config.identity.image_sweep_interval,
+        Arc::new(Notify::new()),
+        shutdown.clone(),
+        health.clone(),
+        move || {
+            let identity = identity.clone();
+            async move {
+                let deleted = identity
+                    .sweep_orphaned_images()
+                    .await
+                    .map_err(|error| failed("sweeping orphaned identity images", error))?;
+                if deleted > 0 {
+                    tracing::info!(deleted, "orphaned identity images deleted");
+                }
+                Ok(deleted)
+            }
+        },
+    );
     let billing = context.billing.clone();
     // Closes last month on the 1st (a no-op once an invoice exists, so several processes may
     // run it) and stores invoices that became overdue.
@@ -293,6 +316,7 @@ pub fn spawn_all(
         },
     );
     let mut workers = vec![
+        sweep_images,
         billing_schedule,
         report_calls,
         expire_mandates,

@@ -2,9 +2,13 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::UNIX_EPOCH;
 
 use async_trait::async_trait;
-use idconsent_kernel::blob::{BlobError, BlobStore, is_valid_key};
+use idconsent_kernel::Timestamp;
+use idconsent_kernel::blob::{
+    BlobError, BlobStore, StoredBlob, is_valid_key, is_valid_prefix, select_page,
+};
 
 #[derive(Debug, Clone)]
 pub struct FsBlobStore {
@@ -33,11 +37,6 @@ fn unavailable(error: std::io::Error) -> BlobError {
 impl BlobStore for FsBlobStore {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
         let path = self.path(key)?;
-        if let Some(parent) = path.parent() {
-            tokio::fs::create_dir_all(parent)
-                .await
-                .map_err(unavailable)?;
-        }
         // A temporary file of this write's own (two writes of one key must not share one), then
         // an atomic rename: a reader sees the old object or the new one, never a part.
         static WRITES: AtomicU64 = AtomicU64::new(0);
@@ -47,20 +46,46 @@ impl BlobStore for FsBlobStore {
             std::process::id(),
             WRITES.fetch_add(1, Ordering::Relaxed)
         ));
-        tokio::fs::write(&temporary, bytes)
-            .await
-            .map_err(unavailable)?;
+        // A delete elsewhere in the folder removes it once it is empty (see `delete`), possibly
+        // between our `create_dir_all` and our write: then the folder is made again.
+        let mut attempts = 0;
+        loop {
+            if let Some(parent) = path.parent() {
+                tokio::fs::create_dir_all(parent)
+                    .await
+                    .map_err(unavailable)?;
+            }
+            match tokio::fs::write(&temporary, &bytes).await {
+                Ok(()) => break,
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound && attempts < 3 => {
+                    attempts += 1;
+                }
+                Err(error) => return Err(unavailable(error)),
+            }
+        }
         tokio::fs::rename(&temporary, &path)
             .await
             .map_err(unavailable)
     }
 
+    /// Removes the file, then the folders it leaves empty (up to the root): every identity
+    /// verification has a folder of its own, and empty ones would pile up and slow every sweep.
     async fn delete(&self, key: &str) -> Result<(), BlobError> {
-        match tokio::fs::remove_file(self.path(key)?).await {
-            Ok(()) => Ok(()),
-            Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(()),
-            Err(error) => Err(unavailable(error)),
+        let path = self.path(key)?;
+        match tokio::fs::remove_file(&path).await {
+            Ok(()) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(error) => return Err(unavailable(error)),
         }
+        let mut folder = path.parent();
+        while let Some(dir) = folder {
+            // `remove_dir` refuses a folder that is not empty: the first one ends the walk.
+            if dir == self.root || tokio::fs::remove_dir(dir).await.is_err() {
+                break;
+            }
+            folder = dir.parent();
+        }
+        Ok(())
     }
 
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
@@ -69,6 +94,76 @@ impl BlobStore for FsBlobStore {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(error) => Err(unavailable(error)),
         }
+    }
+
+    /// Walks the prefix's folder; `stored_at` is each file's modification time (a `put` writes
+    /// a new file, so it is the time of the last `put`). Temporary files of interrupted writes
+    /// are listed under their own names, so a sweep removes them too. Symbolic links are not
+    /// followed (nothing this adapter writes is one).
+    async fn list_stored_before(
+        &self,
+        prefix: &str,
+        stored_before: Timestamp,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredBlob>, BlobError> {
+        if !is_valid_prefix(prefix) {
+            return Err(BlobError::InvalidKey);
+        }
+        let mut found = Vec::new();
+        let mut pending = vec![self.root.join(prefix)];
+        while let Some(dir) = pending.pop() {
+            let mut entries = match tokio::fs::read_dir(&dir).await {
+                Ok(entries) => entries,
+                // An unknown prefix, or a folder a concurrent delete just removed.
+                Err(error) if error.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(error) => return Err(unavailable(error)),
+            };
+            while let Some(entry) = entries.next_entry().await.map_err(unavailable)? {
+                let Ok(kind) = entry.file_type().await else {
+                    continue;
+                };
+                if kind.is_dir() {
+                    pending.push(entry.path());
+                } else if kind.is_file()
+                    && let Some(listed) = self.listed(&entry.path(), &entry).await?
+                {
+                    found.push(listed);
+                }
+            }
+        }
+        Ok(select_page(found, stored_before, after, limit))
+    }
+}
+
+impl FsBlobStore {
+    /// The file at `path` as a listing names it; `None` when it vanished meanwhile or its name
+    /// is no key.
+    async fn listed(
+        &self,
+        path: &Path,
+        entry: &tokio::fs::DirEntry,
+    ) -> Result<Option<StoredBlob>, BlobError> {
+        let Some(key) = path
+            .strip_prefix(&self.root)
+            .ok()
+            .and_then(Path::to_str)
+            .filter(|key| is_valid_key(key))
+        else {
+            return Ok(None);
+        };
+        let modified = match entry.metadata().await.and_then(|meta| meta.modified()) {
+            Ok(modified) => modified,
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(error) => return Err(unavailable(error)),
+        };
+        let since_epoch = modified.duration_since(UNIX_EPOCH).unwrap_or_default();
+        Ok(Some(StoredBlob {
+            key: key.to_owned(),
+            stored_at: Timestamp::from_millis(
+                i64::try_from(since_epoch.as_millis()).unwrap_or(i64::MAX),
+            ),
+        }))
     }
 }
 
@@ -86,4 +181,38 @@ mod tests {
     }
 
     idconsent_kernel::blob_store_contract!(store);
+
+    #[tokio::test]
+    async fn deleting_the_last_file_removes_its_folders_but_never_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = FsBlobStore::new(dir.path());
+        for name in ["front", "selfie"] {
+            let key = format!("identity/idv_1/{name}");
+            store.put(&key, b"face".to_vec()).await.unwrap();
+        }
+        store.delete("identity/idv_1/front").await.unwrap();
+        assert!(dir.path().join("identity/idv_1").is_dir());
+        store.delete("identity/idv_1/selfie").await.unwrap();
+        assert!(!dir.path().join("identity").exists());
+        assert!(dir.path().is_dir());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_put_survives_a_delete_emptying_its_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(FsBlobStore::new(dir.path()));
+        for round in 0..200 {
+            let (kept, removed) = (format!("f{round}/kept"), format!("f{round}/removed"));
+            store.put(&removed, b"old".to_vec()).await.unwrap();
+            let (a, b) = (store.clone(), store.clone());
+            let put = tokio::spawn({
+                let kept = kept.clone();
+                async move { a.put(&kept, b"new".to_vec()).await }
+            });
+            let delete = tokio::spawn(async move { b.delete(&removed).await });
+            put.await.unwrap().unwrap();
+            delete.await.unwrap().unwrap();
+            assert_eq!(store.get(&kept).await.unwrap().unwrap(), b"new", "{round}");
+        }
+    }
 }

@@ -4,7 +4,11 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use idconsent_kernel::blob::{BlobError, BlobStore, is_valid_key};
+use futures_util::TryStreamExt;
+use idconsent_kernel::Timestamp;
+use idconsent_kernel::blob::{
+    BlobError, BlobStore, StoredBlob, is_valid_key, is_valid_prefix, select_page,
+};
 use object_store::aws::AmazonS3Builder;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
@@ -66,12 +70,26 @@ impl S3BlobStore {
         if !is_valid_key(key) {
             return Err(BlobError::InvalidKey);
         }
-        let full = if self.prefix.is_empty() {
+        Path::parse(self.full(key)).map_err(|_| BlobError::InvalidKey)
+    }
+
+    fn full(&self, key: &str) -> String {
+        if self.prefix.is_empty() {
             key.to_owned()
         } else {
             format!("{}/{key}", self.prefix)
+        }
+    }
+
+    /// The key of an object the bucket lists, `None` when it is not one of ours.
+    fn key_of<'a>(&self, location: &'a Path) -> Option<&'a str> {
+        let full = location.as_ref();
+        let key = if self.prefix.is_empty() {
+            full
+        } else {
+            full.strip_prefix(self.prefix.as_str())?.strip_prefix('/')?
         };
-        Path::parse(full).map_err(|_| BlobError::InvalidKey)
+        is_valid_key(key).then_some(key)
     }
 }
 
@@ -107,5 +125,46 @@ impl BlobStore for S3BlobStore {
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(error) => Err(unavailable(error)),
         }
+    }
+
+    /// ListObjectsV2 under the prefix, starting after `after` (S3 skips the rest server-side);
+    /// `stored_at` is S3's `LastModified` (whole seconds). The listing is read to its end and
+    /// then cut to `limit`: the order of `object_store`'s stream is not promised.
+    async fn list_stored_before(
+        &self,
+        prefix: &str,
+        stored_before: Timestamp,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredBlob>, BlobError> {
+        if !is_valid_prefix(prefix) {
+            return Err(BlobError::InvalidKey);
+        }
+        if limit == 0 {
+            return Ok(Vec::new());
+        }
+        // object_store's prefixes are whole path segments: `identity/` is the segment `identity`.
+        let folder = Path::parse(self.full(prefix.trim_end_matches('/')))
+            .map_err(|_| BlobError::InvalidKey)?;
+        let listing = match after {
+            Some(after) => {
+                let offset = Path::parse(self.full(after)).map_err(|_| BlobError::InvalidKey)?;
+                self.store.list_with_offset(Some(&folder), &offset)
+            }
+            None => self.store.list(Some(&folder)),
+        };
+        let objects: Vec<object_store::ObjectMeta> =
+            listing.try_collect().await.map_err(unavailable)?;
+        let found = objects
+            .iter()
+            .filter_map(|object| {
+                let key = self.key_of(&object.location)?;
+                key.starts_with(prefix).then(|| StoredBlob {
+                    key: key.to_owned(),
+                    stored_at: Timestamp::from_millis(object.last_modified.timestamp_millis()),
+                })
+            })
+            .collect();
+        Ok(select_page(found, stored_before, after, limit))
     }
 }

@@ -99,3 +99,67 @@ async fn the_matcher_passes_the_face_matcher_contract() {
     )
     .await;
 }
+
+/// What the liveness endpoint's face check costs on a clean frame (docs/identity.md): a
+/// portrait (HOG proposes, the CNN confirms a crop) and a frame without a face (HOG proposes
+/// nothing, the CNN scans the whole frame).
+#[tokio::test]
+#[ignore = "prints the time of find_face"]
+async fn find_face_timing() {
+    let Some((matcher, faces)) = matcher() else {
+        return;
+    };
+    let astronaut = std::fs::read(faces.join("astronaut.png")).unwrap();
+    let coffee = std::fs::read(faces.join("coffee.png")).unwrap();
+    for (name, image) in [("astronaut", astronaut), ("coffee", coffee)] {
+        let mut times = Vec::new();
+        for _ in 0..5 {
+            let started = std::time::Instant::now();
+            matcher.find_face(&image).await.unwrap();
+            times.push(started.elapsed());
+        }
+        times.sort();
+        println!("{name}: median {:?}", times[2]);
+    }
+}
+
+/// Eight face checks at once on frames without a face (the slow case): the first is answered,
+/// and those that would wait past `FIND_FACE_WAIT` say the detector is busy instead of queueing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn face_checks_do_not_queue_without_bound() {
+    let Some((matcher, faces)) = matcher() else {
+        return;
+    };
+    let matcher = std::sync::Arc::new(matcher);
+    let coffee = std::fs::read(faces.join("coffee.png")).unwrap();
+    let started = std::time::Instant::now();
+    let checks: Vec<_> = (0..8)
+        .map(|_| {
+            let (matcher, coffee) = (matcher.clone(), coffee.clone());
+            tokio::spawn(async move { matcher.find_face(&coffee).await })
+        })
+        .collect();
+    let mut answered = 0;
+    let mut busy = 0;
+    for check in checks {
+        match check.await.unwrap() {
+            Ok(found) => {
+                assert!(!found);
+                answered += 1;
+            }
+            Err(idconsent_verification::AnalysisError::Unavailable(why)) => {
+                assert!(why.contains("busy"), "{why}");
+                busy += 1;
+            }
+            Err(other) => panic!("{other}"),
+        }
+    }
+    assert!(
+        answered >= 1 && busy >= 1,
+        "{answered} answered, {busy} busy"
+    );
+    println!(
+        "{answered} answered, {busy} busy in {:?}",
+        started.elapsed()
+    );
+}

@@ -1,6 +1,7 @@
 //! Generated images for tests and load scripts: a soft, natural-looking scene (the stand-in
 //! for a selfie), the same scene through a screen (one-directional moiré) and as a halftone
-//! print (a dot grid). Seeded, so every run draws the same pixels.
+//! print (a dot grid), a blank frame and a scene out of focus. Seeded, so every run draws the
+//! same pixels.
 
 #![allow(clippy::unwrap_used)]
 
@@ -85,4 +86,21 @@ pub fn print(seed: u64) -> Vec<u8> {
         })
         .collect();
     encode(W, H, &values, ImageFormat::Png)
+}
+
+/// A frame with nothing in it: one grey (a covered lens, a blank upload).
+pub fn blank() -> Vec<u8> {
+    encode(W, H, &vec![128.0; (W * H) as usize], ImageFormat::Jpeg)
+}
+
+/// The scene far out of focus (a Gaussian blur of σ = 6 px): no detail left to judge.
+pub fn blurred(seed: u64) -> Vec<u8> {
+    let sharp = image::load_from_memory(&natural(seed)).unwrap();
+    let mut out = std::io::Cursor::new(Vec::new());
+    sharp
+        .blur(6.0)
+        .to_rgb8()
+        .write_to(&mut out, ImageFormat::Jpeg)
+        .unwrap();
+    out.into_inner()
 }

@@ -4,10 +4,15 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use idconsent_image_analysis::fixtures::{encode, natural, print, scene, screen};
+use idconsent_image_analysis::fixtures::{blank, blurred, encode, natural, print, scene, screen};
 use idconsent_image_analysis::{ImageAnalysis, MAX_SIDE};
-use idconsent_verification::liveness::judge;
+use idconsent_verification::liveness::{FacePresence, LivenessReason, SpoofType, judge};
 use idconsent_verification::{CheckResult, ImageAnalyzer, ImageRejection};
+
+/// What this adapter alone cannot tell.
+fn unchecked() -> FacePresence {
+    FacePresence::NotChecked("no face detector in this test".into())
+}
 use image::{ImageFormat, RgbImage};
 
 #[tokio::test]
@@ -17,10 +22,11 @@ async fn a_natural_scene_shows_no_cue_and_stays_inconclusive() {
             .liveness_signals(&natural(seed))
             .await
             .unwrap();
-        let verdict = judge(&signals);
+        let verdict = judge(&signals, &unchecked());
         assert_eq!(verdict.check, CheckResult::Inconclusive, "{signals:?}");
-        assert_eq!(verdict.spoof_type, "undetermined");
-        assert!(verdict.confidence <= 0.5);
+        assert_eq!(verdict.reason, LivenessReason::NoSpoofCue);
+        assert_eq!(verdict.spoof_type, None);
+        assert!(!verdict.is_live());
         assert_eq!(signals.pixels, 640 * 480);
         assert!(signals.jpeg_quality.is_some_and(|q| q > 60));
     }
@@ -30,8 +36,12 @@ async fn a_natural_scene_shows_no_cue_and_stays_inconclusive() {
 async fn a_photographed_screen_is_a_screen_replay() {
     for seed in 1..=5 {
         let signals = ImageAnalysis.liveness_signals(&screen(seed)).await.unwrap();
-        let verdict = judge(&signals);
-        assert_eq!(verdict.spoof_type, "screen_replay", "{signals:?}");
+        let verdict = judge(&signals, &unchecked());
+        assert_eq!(
+            verdict.spoof_type,
+            Some(SpoofType::ScreenReplay),
+            "{signals:?}"
+        );
         assert_eq!(verdict.check, CheckResult::Failed);
         assert!(verdict.confidence < 0.95);
     }
@@ -41,9 +51,25 @@ async fn a_photographed_screen_is_a_screen_replay() {
 async fn a_halftone_print_is_a_printed_photo() {
     for seed in 1..=5 {
         let signals = ImageAnalysis.liveness_signals(&print(seed)).await.unwrap();
-        let verdict = judge(&signals);
-        assert_eq!(verdict.spoof_type, "printed_photo", "{signals:?}");
-        assert!(!verdict.is_live);
+        let verdict = judge(&signals, &unchecked());
+        assert_eq!(
+            verdict.spoof_type,
+            Some(SpoofType::PrintedPhoto),
+            "{signals:?}"
+        );
+        assert!(!verdict.is_live());
+    }
+}
+
+#[tokio::test]
+async fn a_blank_or_blurred_frame_is_too_blurred_to_judge() {
+    let frames = [blank(), blurred(1), blurred(2), blurred(3)];
+    for frame in frames {
+        let signals = ImageAnalysis.liveness_signals(&frame).await.unwrap();
+        let verdict = judge(&signals, &FacePresence::Found);
+        assert_eq!(verdict.reason, LivenessReason::TooBlurred, "{signals:?}");
+        assert_eq!(verdict.check, CheckResult::Inconclusive);
+        assert!(!verdict.is_live());
     }
 }
 
@@ -101,10 +127,18 @@ async fn calibration() {
         ("natural", natural as fn(u64) -> Vec<u8>),
         ("screen", screen),
         ("print", print),
+        ("blurred", blurred),
     ] {
         for seed in 1..=20 {
             let signals = ImageAnalysis.liveness_signals(&make(seed)).await.unwrap();
-            println!("{name}\t{seed}\t{}\t{}", signals.moire, signals.halftone);
+            let verdict = judge(&signals, &unchecked());
+            println!(
+                "{name}\t{seed}\tmoire {}\thalftone {}\tsharpness {}\t{}",
+                signals.moire,
+                signals.halftone,
+                signals.sharpness,
+                verdict.reason.as_str()
+            );
         }
     }
 }

@@ -20,7 +20,7 @@ pub mod unavailable;
 pub mod usage;
 pub mod web_url;
 
-pub use blob::{BlobError, BlobStore};
+pub use blob::{BlobError, BlobStore, StoredBlob};
 pub use clock::{Clock, ManualClock, ShiftedClock, SystemClock, Timestamp};
 pub use date::CalendarDate;
 pub use email::EmailAddress;

@@ -2,6 +2,8 @@
 //! with `FOR UPDATE SKIP LOCKED` on PostgreSQL (the single writer serialises them on SQLite),
 //! so two processes never analyse the same job while its lease runs.
 
+use std::collections::BTreeSet;
+
 use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
@@ -237,5 +239,27 @@ impl VerificationStore for DieselVerificationStore {
         )
         .await
         .map_err(unavailable)
+    }
+
+    async fn images_in_use(&self, ids: &[VerificationId]) -> Result<BTreeSet<String>, StoreError> {
+        if ids.is_empty() {
+            return Ok(BTreeSet::new());
+        }
+        let ids: Vec<String> = ids.iter().map(|id| id.as_str().to_owned()).collect();
+        let rows: Vec<(String, String)> = read_with!(self.db, |c| jobs::table
+            .filter(jobs::id.eq_any(&ids))
+            .filter(jobs::status.eq(PROCESSING))
+            .select((jobs::id, jobs::body))
+            .load(c))
+        .await
+        .map_err(unavailable)?;
+        let mut keys = BTreeSet::new();
+        for (id, body) in rows {
+            let body: Body = serde_json::from_str(&body).map_err(|_| {
+                StoreError::Unavailable(unreadable("identity_verifications", "body", &id))
+            })?;
+            keys.extend(body.images.keys());
+        }
+        Ok(keys)
     }
 }

@@ -90,7 +90,12 @@ pub enum FaceComparison {
     NoFace(FaceSource),
 }
 
-/// Compares the face on a document with a selfie.
+/// Compares the face on a document with a selfie, and finds whether a frame holds a face.
+///
+/// Contract: `find_face` is true exactly when `compare` would find a face in that image as a
+/// selfie (the same detector), false when it would answer `NoFace`; `Unavailable` when no
+/// detector is installed, or when it stays busy past the adapter's wait limit (the caller then
+/// says the face was not checked).
 #[async_trait]
 pub trait FaceMatcher: Send + Sync + fmt::Debug {
     async fn compare(
@@ -98,6 +103,7 @@ pub trait FaceMatcher: Send + Sync + fmt::Debug {
         document: &[u8],
         selfie: &[u8],
     ) -> Result<FaceComparison, AnalysisError>;
+    async fn find_face(&self, image: &[u8]) -> Result<bool, AnalysisError>;
     fn models(&self) -> Vec<ModelUsed>;
 }
 
@@ -139,6 +145,9 @@ impl FaceMatcher for NotInstalled {
         _document: &[u8],
         _selfie: &[u8],
     ) -> Result<FaceComparison, AnalysisError> {
+        Err(AnalysisError::Unavailable(self.reason.clone()))
+    }
+    async fn find_face(&self, _image: &[u8]) -> Result<bool, AnalysisError> {
         Err(AnalysisError::Unavailable(self.reason.clone()))
     }
     fn models(&self) -> Vec<ModelUsed> {

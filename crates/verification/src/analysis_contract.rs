@@ -47,7 +47,8 @@ pub async fn barcode_reader(
 }
 
 /// A [`FaceMatcher`]: the holder is within [`FACE_MATCH`] of the document, someone else at
-/// least [`FACE_MISMATCH`] away, and a picture without a face says on which side it was missing.
+/// least [`FACE_MISMATCH`] away, a picture without a face says on which side it was missing,
+/// and `find_face` agrees with `compare` about which pictures hold a face.
 pub async fn face_matcher(
     matcher: &dyn FaceMatcher,
     document: &[u8],
@@ -71,6 +72,9 @@ pub async fn face_matcher(
         matcher.compare(faceless, holder).await.unwrap(),
         FaceComparison::NoFace(FaceSource::Document)
     );
+    for (image, has_face) in [(holder, true), (someone_else, true), (faceless, false)] {
+        assert_eq!(matcher.find_face(image).await.unwrap(), has_face);
+    }
 }
 
 /// An [`ImageAnalyzer`]: every accepted sample is measured, deterministically; what is not a

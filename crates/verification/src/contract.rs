@@ -39,6 +39,7 @@ macro_rules! verification_store_contract {
             due_jobs_are_leased_oldest_first_and_taken_again_when_the_lease_ends,
             concurrent_claims_never_share_a_job,
             a_completion_is_stored_once_with_its_event,
+            only_processing_verifications_keep_their_images_in_use,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -284,4 +285,43 @@ pub async fn a_completion_is_stored_once_with_its_event(stores: Stores) {
             .iter()
             .all(|job| job.id != original.id)
     );
+}
+
+pub async fn only_processing_verifications_keep_their_images_in_use(stores: Stores) {
+    let application: ApplicationId = ids().next();
+    let store = &stores.verifications;
+    let base = 86_400_000;
+    let processing = verification(&application, at(base));
+    let mut without_back = verification(&application, at(base + 1));
+    without_back.images.back = None;
+    let finished = verification(&application, at(base + 2));
+    for job in [&processing, &without_back, &finished] {
+        store.create(job, &Effects::default()).await.unwrap();
+    }
+    let mut done = finished.clone();
+    done.outcome = Some(outcome());
+    done.version += 1;
+    assert!(
+        store
+            .complete(&done, finished.version, &Effects::default())
+            .await
+            .unwrap()
+    );
+    let unknown: VerificationId = ids().next();
+    let asked = [
+        processing.id.clone(),
+        without_back.id.clone(),
+        finished.id.clone(),
+        unknown,
+    ];
+    let in_use = store.images_in_use(&asked).await.unwrap();
+    let mut expected = BTreeSet::new();
+    let images = &processing.images;
+    for key in [&images.front, &images.selfie, images.back.as_ref().unwrap()] {
+        expected.insert(key.clone());
+    }
+    expected.insert(without_back.images.front.clone());
+    expected.insert(without_back.images.selfie.clone());
+    assert_eq!(in_use, expected);
+    assert!(store.images_in_use(&[]).await.unwrap().is_empty());
 }

@@ -36,6 +36,6 @@ pub use model::{
 };
 pub use ports::{StoreError, VerificationStore};
 pub use service::{
-    LivenessAnswer, Requester, SubmitVerification, VerificationPorts, VerificationService,
-    VerificationSettings,
+    IMAGES_PREFIX, LivenessAnswer, Requester, SubmitVerification, VerificationPorts,
+    VerificationService, VerificationSettings,
 };

@@ -179,6 +179,16 @@ pub struct Images {
     pub selfie: String,
 }
 
+impl Images {
+    /// Every key, the back's when there is one.
+    pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
+        [Some(&self.front), self.back.as_ref(), Some(&self.selfie)]
+            .into_iter()
+            .flatten()
+            .cloned()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 pub struct Verification {
     pub id: VerificationId,

@@ -1,5 +1,6 @@
 //! The verification store. Images live in the kernel's `BlobStore`.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use async_trait::async_trait;
@@ -34,6 +35,9 @@ pub enum StoreError {
 /// - `complete` stores `verification` (its outcome set, version one more than
 ///   `expected_version`) with its effects atomically if the stored version is still
 ///   `expected_version`, and says whether it did; otherwise nothing is written.
+/// - `images_in_use` returns the image keys (front, back, selfie) of those of `ids` that are
+///   still processing; an unknown or finished verification names none (its images are no
+///   longer needed). It reads what is committed; any number of ids up to a few hundred.
 #[async_trait]
 pub trait VerificationStore: Send + Sync + fmt::Debug {
     async fn create(
@@ -54,4 +58,5 @@ pub trait VerificationStore: Send + Sync + fmt::Debug {
         expected_version: i64,
         effects: &Effects,
     ) -> Result<bool, StoreError>;
+    async fn images_in_use(&self, ids: &[VerificationId]) -> Result<BTreeSet<String>, StoreError>;
 }

@@ -6,7 +6,7 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{
-    BlobStore, Clock, Environment, IdGenerator, Metering, Metric, Nudge, QuotaExceeded, Timestamp,
+    BlobStore, Clock, Environment, IdGenerator, Metering, Nudge, QuotaExceeded, Timestamp,
     ValidationErrors,
 };
 use idconsent_webhook::{Effects, Outbox};
@@ -15,13 +15,17 @@ use crate::analysis::{AnalysisError, BarcodeReader, FaceMatcher, ImageAnalyzer, 
 use crate::country::is_country;
 use crate::error::VerificationError;
 use crate::events::StatusBody;
-use crate::liveness::{self, CHALLENGES, LivenessVerdict};
+use crate::liveness::{self, CHALLENGES, FacePresence, LivenessVerdict};
 use crate::model::{
     CheckResult, Checks, DocumentType, Extraction, Finding, Images, LivenessSignals, Outcome,
     Verification, VerificationStatus,
 };
 use crate::ports::{StoreError, VerificationStore};
 use crate::verdict::{DocumentRead, Readings, conclude, confidence_of};
+
+mod images;
+
+pub use images::IMAGES_PREFIX;
 
 #[derive(Debug, Clone)]
 pub struct VerificationSettings {
@@ -69,6 +73,8 @@ pub struct LivenessAnswer {
     /// The measurements, when the image could be measured.
     pub signals: Option<LivenessSignals>,
     pub challenge: Option<String>,
+    /// Asked with a sandbox key.
+    pub sandbox: bool,
     pub processing_time: Duration,
 }
 
@@ -110,8 +116,9 @@ impl VerificationService {
     }
 
     /// Validates the request, keeps the images and stores the verification as a job, charged
-    /// to the month's verification quota in the same transaction. Analysis runs later
-    /// ([`Self::analyse_due`]), off the request.
+    /// to the month's verification quota in the same transaction; a refusal after the images
+    /// were stored deletes them again. Analysis runs later ([`Self::analyse_due`]), off the
+    /// request.
     pub async fn submit(
         &self,
         requester: &Requester,
@@ -172,8 +179,6 @@ impl VerificationService {
             leased_until: None,
             version: 0,
         };
-        // The images first: a job is never stored without them; orphans of a failed insert
-        // are harmless (their keys name an id nobody holds).
         let mut uploads = vec![
             (verification.images.front.clone(), front),
             (verification.images.selfie.clone(), selfie),
@@ -181,33 +186,7 @@ impl VerificationService {
         if let (Some(key), Some(bytes)) = (&verification.images.back, back) {
             uploads.push((key.clone(), bytes));
         }
-        for (key, bytes) in uploads {
-            self.ports
-                .blobs
-                .put(&key, bytes)
-                .await
-                .map_err(unavailable)?;
-        }
-        let charge = self
-            .ports
-            .metering
-            .charge(
-                &verification.application_id,
-                verification.environment,
-                Metric::Verifications,
-                now,
-            )
-            .await
-            .map_err(unavailable)?;
-        let effects = Effects {
-            outbox: Vec::new(),
-            charges: charge.into_iter().collect(),
-        };
-        self.ports
-            .store
-            .create(&verification, &effects)
-            .await
-            .map_err(|error| self.store_error(error))?;
+        self.store_with_images(&verification, uploads).await?;
         if let Some(nudge) = &self.ports.job_created {
             nudge.nudge();
         }
@@ -231,9 +210,11 @@ impl VerificationService {
         Ok(verification)
     }
 
-    /// Liveness of one image, answered at once (nothing is stored).
+    /// Liveness of one image, answered at once (nothing is stored, nothing counted); the same
+    /// analysis for sandbox and live keys, the answer marked with which it was (CONTRACT §7).
     pub async fn liveness(
         &self,
+        requester: &Requester,
         image: &str,
         challenge: Option<&str>,
     ) -> Result<LivenessAnswer, VerificationError> {
@@ -251,21 +232,28 @@ impl VerificationService {
         };
         let signals = self.ports.images.liveness_signals(&image).await;
         let verdict = match &signals {
-            Ok(signals) => liveness::judge(signals),
-            Err(error) => LivenessVerdict {
-                check: CheckResult::Inconclusive,
-                is_live: false,
-                confidence: 0.0,
-                spoof_type: "undetermined".into(),
-                notes: vec![error.to_string()],
+            Ok(signals) => match liveness::judge_signals(signals) {
+                Some(verdict) => verdict,
+                // Only a clean frame without a cue is worth the face detector's time.
+                None => liveness::judge_clean_frame(signals, &self.face_in(&image).await),
             },
+            Err(error) => LivenessVerdict::not_measured(error.to_string()),
         };
         Ok(LivenessAnswer {
             verdict,
             signals: signals.ok(),
             challenge: challenge.map(str::to_owned),
+            sandbox: requester.environment == Environment::Sandbox,
             processing_time: started.elapsed(),
         })
+    }
+
+    async fn face_in(&self, image: &[u8]) -> FacePresence {
+        match self.ports.faces.find_face(image).await {
+            Ok(true) => FacePresence::Found,
+            Ok(false) => FacePresence::NotFound,
+            Err(error) => FacePresence::NotChecked(error.to_string()),
+        }
     }
 
     /// Claims due analysis jobs and finishes them, each with `verification.completed` in the
@@ -389,24 +377,6 @@ impl VerificationService {
             self.forget_images(&job).await;
         }
         Ok(stored)
-    }
-
-    /// A finished verification's images are deleted: the result keeps what was read, and an
-    /// identity document kept longer than needed is a liability (data minimisation). Only the
-    /// worker whose result was stored deletes, so a retried analysis still finds them. Best
-    /// effort: a failed delete leaves an orphan under `identity/<id>/`, never a wrong result.
-    async fn forget_images(&self, job: &Verification) {
-        let images = &job.images;
-        for key in [
-            Some(&images.front),
-            images.back.as_ref(),
-            Some(&images.selfie),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let _ = self.ports.blobs.delete(key).await;
-        }
     }
 
     /// Base64 → bytes within the size limit → an image the analyzers can decode.

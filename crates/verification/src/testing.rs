@@ -3,12 +3,13 @@
 //! an [`InMemoryDeliveries`]; charges are not judged here, no plans in memory), scripted analysis
 //! engines, and images in memory.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
+use idconsent_kernel::blob::{StoredBlob, is_valid_prefix, select_page};
 use idconsent_kernel::id::VerificationId;
-use idconsent_kernel::{BlobError, BlobStore, Timestamp};
+use idconsent_kernel::{BlobError, BlobStore, Clock, SystemClock, Timestamp};
 use idconsent_webhook::Effects;
 use idconsent_webhook::testing::InMemoryDeliveries;
 
@@ -100,6 +101,16 @@ impl VerificationStore for InMemoryVerifications {
             }
             _ => Ok(false),
         }
+    }
+
+    async fn images_in_use(&self, ids: &[VerificationId]) -> Result<BTreeSet<String>, StoreError> {
+        let verifications = self.lock();
+        Ok(ids
+            .iter()
+            .filter_map(|id| verifications.get(id))
+            .filter(|job| job.outcome.is_none())
+            .flat_map(|job| job.images.keys())
+            .collect())
     }
 }
 
@@ -234,34 +245,83 @@ impl FaceMatcher for ScriptedAnalysis {
         let (dx, dy) = (on_document.0 - in_selfie.0, on_document.1 - in_selfie.1);
         Ok(FaceComparison::Distance((dx * dx + dy * dy).sqrt()))
     }
+    async fn find_face(&self, image: &[u8]) -> Result<bool, AnalysisError> {
+        Ok(lock(&self.faces).contains_key(image))
+    }
     fn models(&self) -> Vec<ModelUsed> {
         Vec::new()
     }
 }
 
-/// Images in memory (the kernel's `BlobStore` port).
-#[derive(Debug, Default)]
-pub struct InMemoryBlobs(Mutex<BTreeMap<String, Vec<u8>>>);
+/// Images in memory (the kernel's `BlobStore` port), each dated by the store's clock (the
+/// system clock unless a test hands it another: [`InMemoryBlobs::with_clock`]).
+#[derive(Debug)]
+pub struct InMemoryBlobs {
+    objects: Mutex<BTreeMap<String, (Vec<u8>, Timestamp)>>,
+    clock: Arc<dyn Clock>,
+}
+
+impl Default for InMemoryBlobs {
+    fn default() -> Self {
+        Self::with_clock(Arc::new(SystemClock))
+    }
+}
 
 impl InMemoryBlobs {
+    /// A store whose objects are dated by `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            objects: Mutex::new(BTreeMap::new()),
+            clock,
+        }
+    }
+
     /// Loses every image, as a misconfigured or wiped object store would.
     pub fn clear(&self) {
-        lock(&self.0).clear();
+        lock(&self.objects).clear();
+    }
+
+    /// Every key held, in order.
+    pub fn keys(&self) -> Vec<String> {
+        lock(&self.objects).keys().cloned().collect()
     }
 }
 
 #[async_trait]
 impl BlobStore for InMemoryBlobs {
     async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
-        lock(&self.0).insert(valid(key)?.to_owned(), bytes);
+        let now = self.clock.now();
+        lock(&self.objects).insert(valid(key)?.to_owned(), (bytes, now));
         Ok(())
     }
     async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
-        Ok(lock(&self.0).get(valid(key)?).cloned())
+        Ok(lock(&self.objects)
+            .get(valid(key)?)
+            .map(|(bytes, _)| bytes.clone()))
     }
     async fn delete(&self, key: &str) -> Result<(), BlobError> {
-        lock(&self.0).remove(valid(key)?);
+        lock(&self.objects).remove(valid(key)?);
         Ok(())
+    }
+    async fn list_stored_before(
+        &self,
+        prefix: &str,
+        stored_before: Timestamp,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredBlob>, BlobError> {
+        if !is_valid_prefix(prefix) {
+            return Err(BlobError::InvalidKey);
+        }
+        let found = lock(&self.objects)
+            .iter()
+            .filter(|(key, _)| key.starts_with(prefix))
+            .map(|(key, (_, stored_at))| StoredBlob {
+                key: key.clone(),
+                stored_at: *stored_at,
+            })
+            .collect();
+        Ok(select_page(found, stored_before, after, limit))
     }
 }
 

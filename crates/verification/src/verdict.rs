@@ -5,7 +5,7 @@ use idconsent_kernel::{CalendarDate, Timestamp};
 
 use crate::aamva::{AamvaError, parse_aamva};
 use crate::analysis::{AnalysisError, FaceComparison, FaceSource};
-use crate::liveness::{self, LivenessVerdict};
+use crate::liveness::{self, FacePresence, LivenessVerdict};
 use crate::model::{
     CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, LivenessSignals,
     ModelUsed, Outcome, VerificationStatus,
@@ -50,7 +50,8 @@ pub fn conclude(document_type: DocumentType, readings: Readings, now: Timestamp)
     let (face_match, face_distance) = judge_face(&readings.face, &mut findings);
     let (liveness_detection, liveness_signals) = match &readings.liveness {
         Ok(signals) => {
-            let verdict: LivenessVerdict = liveness::judge(signals);
+            let verdict: LivenessVerdict =
+                liveness::judge(signals, &face_in_selfie(&readings.face));
             for note in verdict.notes {
                 findings.push(Finding::new("livenessDetection", note));
             }
@@ -78,6 +79,19 @@ pub fn conclude(document_type: DocumentType, readings: Readings, now: Timestamp)
         liveness_signals,
         models: readings.models,
         completed_at: now,
+    }
+}
+
+/// What the face comparison showed about the selfie: a distance needs a face in it; a comparison
+/// that stopped at the document never looked at the selfie.
+fn face_in_selfie(face: &Result<FaceComparison, AnalysisError>) -> FacePresence {
+    match face {
+        Ok(FaceComparison::Distance(_)) => FacePresence::Found,
+        Ok(FaceComparison::NoFace(FaceSource::Selfie)) => FacePresence::NotFound,
+        Ok(FaceComparison::NoFace(FaceSource::Document)) => {
+            FacePresence::NotChecked("the document shows no face to compare with".into())
+        }
+        Err(error) => FacePresence::NotChecked(error.to_string()),
     }
 }
 

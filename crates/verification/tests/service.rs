@@ -13,6 +13,7 @@ use idconsent_kernel::{
     BlobStore, Environment, IdGenerator, ManualClock, OsRandom, Timestamp, UlidGenerator, Unmetered,
 };
 use idconsent_verification::aamva::compose_aamva;
+use idconsent_verification::liveness::LivenessReason;
 use idconsent_verification::mrz::specimen_td3;
 use idconsent_verification::testing::{
     InMemoryBlobs, InMemoryVerifications, ScriptedAnalysis, image_bytes,
@@ -319,13 +320,51 @@ async fn a_job_whose_images_vanish_is_retried_then_given_to_a_person() {
 async fn liveness_refuses_unknown_challenges_and_answers_at_once() {
     let world = world();
     let image = b64(&image_bytes(ImageFormat::Jpeg, "face"));
-    let answer = world.service.liveness(&image, Some("blink")).await.unwrap();
+    let answer = world
+        .service
+        .liveness(&world.requester, &image, Some("blink"))
+        .await
+        .unwrap();
     assert_eq!(answer.verdict.check, CheckResult::Inconclusive);
-    assert!(answer.verdict.confidence <= 0.5);
+    assert!(!answer.verdict.is_live());
     assert!(matches!(
-        world.service.liveness(&image, Some("wink")).await,
+        world
+            .service
+            .liveness(&world.requester, &image, Some("wink"))
+            .await,
         Err(VerificationError::Invalid(_))
     ));
+}
+
+#[tokio::test]
+async fn liveness_asks_the_face_detector_about_a_clean_frame_and_marks_sandbox_answers() {
+    let mut world = world();
+    let face = image_bytes(ImageFormat::Jpeg, "face");
+    let cup = image_bytes(ImageFormat::Jpeg, "cup of coffee");
+    world.engines.face(&face, (0.0, 0.0));
+    let judged = |image: &[u8]| b64(image);
+    let with_face = world
+        .service
+        .liveness(&world.requester, &judged(&face), None)
+        .await
+        .unwrap();
+    assert_eq!(with_face.verdict.reason, LivenessReason::NoSpoofCue);
+    assert!(with_face.sandbox);
+    let faceless = world
+        .service
+        .liveness(&world.requester, &judged(&cup), None)
+        .await
+        .unwrap();
+    assert_eq!(faceless.verdict.reason, LivenessReason::NoFace);
+    assert!(!faceless.verdict.is_live());
+    world.requester.environment = Environment::Live;
+    let live = world
+        .service
+        .liveness(&world.requester, &judged(&face), None)
+        .await
+        .unwrap();
+    assert!(!live.sandbox);
+    assert_eq!(live.verdict, with_face.verdict);
 }
 
 #[tokio::test]

@@ -1,14 +1,15 @@
-//! Identity verification in sandbox: submit, the finished status, its event, liveness. The
-//! document is a plain scene (no machine-readable zone) so the bodies are the same whether or
-//! not this machine has the OCR engine or the binary the face matcher; only the reasons the
-//! zone was not read and the faces not compared, and the model list, differ, and they are
-//! pinned as placeholders (tests/e2e/identity.rs checks them).
+//! Identity verification in sandbox: submit, the finished status, its event, liveness (a
+//! screen replay, a blank frame). The document is a plain scene (no machine-readable zone) so
+//! the bodies are the same whether or not this machine has the OCR engine or the binary the
+//! face matcher; only the reasons the zone was not read, the faces not compared and the
+//! selfie's face not checked, and the model list, differ, and they are pinned as placeholders
+//! (tests/e2e/identity.rs checks them).
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_e2e::receiver::Receiver;
 use idconsent_e2e::{TestApp, json};
-use idconsent_image_analysis::fixtures::{natural, screen};
+use idconsent_image_analysis::fixtures::{blank, natural, screen};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -25,6 +26,12 @@ fn installation_independent(mut body: Value) -> Value {
             }
             if finding["check"] == "faceMatch" {
                 finding["reason"] = json!("[why the faces were not compared]");
+            }
+            let unchecked_face = finding["reason"]
+                .as_str()
+                .is_some_and(|reason| reason.starts_with("whether the frame holds a face"));
+            if finding["check"] == "livenessDetection" && unchecked_face {
+                finding["reason"] = json!("[why the selfie's face was not checked]");
             }
         }
     }
@@ -94,6 +101,20 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
                 Method::POST,
                 "/v1/identity/biometrics/liveness",
                 Some(&json!({"image": BASE64.encode(screen(1)), "challenge": "smile"})),
+            )
+            .await,
+        )
+        .await;
+    contract
+        .response(
+            "POST /v1/identity/biometrics/liveness",
+            "blank frame",
+            signed(
+                app,
+                &application,
+                Method::POST,
+                "/v1/identity/biometrics/liveness",
+                Some(&json!({"image": BASE64.encode(blank())})),
             )
             .await,
         )

@@ -1,6 +1,11 @@
 //! Identity verification: where the analysis engines and their models are.
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// How often each process sweeps identity images nothing names (docs/security.md): they are
+/// only deleted once older than the analysis lease anyway, so a minute is prompt enough.
+pub const IMAGE_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct IdentityArgs {
@@ -28,6 +33,8 @@ pub struct IdentityConfig {
     pub models_dir: PathBuf,
     pub tesseract: PathBuf,
     pub workers: u32,
+    /// Between two sweeps of orphaned identity images in this process.
+    pub image_sweep_interval: Duration,
 }
 
 impl IdentityConfig {
@@ -37,6 +44,7 @@ impl IdentityConfig {
             models_dir: data_dir.join("models"),
             tesseract: PathBuf::from("tesseract"),
             workers: 1,
+            image_sweep_interval: IMAGE_SWEEP_INTERVAL,
         }
     }
 }
@@ -49,6 +57,7 @@ impl IdentityArgs {
                 .unwrap_or_else(|| data_dir.join("models")),
             tesseract: self.tesseract,
             workers: self.identity_workers.min(64),
+            image_sweep_interval: IMAGE_SWEEP_INTERVAL,
         }
     }
 }

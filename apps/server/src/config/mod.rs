@@ -341,7 +341,11 @@ impl Config {
     /// A dev-mode configuration on the given database, for embedding the server in tests:
     /// random port, fixed keys, no signal handling.
     pub fn for_tests(data_dir: PathBuf, database_url: String) -> Self {
-        let identity = IdentityConfig::in_data_dir(&data_dir);
+        let identity = IdentityConfig {
+            // Tests wait for a sweep, not a minute.
+            image_sweep_interval: Duration::from_millis(200),
+            ..IdentityConfig::in_data_dir(&data_dir)
+        };
         Self {
             mode: Mode::Dev,
             bind: "127.0.0.1:0".into(),

@@ -3,6 +3,7 @@ use actix_web::{HttpResponse, post, web};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use super::requester;
 use super::verify::IMAGES_BODY_LIMIT;
 use super::views::{LivenessSignalsBody, check};
 use crate::context::AppContext;
@@ -21,26 +22,37 @@ pub struct LivenessBody {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct LivenessResult {
-    /// `false` when a replay or print cue was found.
+    /// `true` only when liveness was proven (`check: passed`) — which model-free heuristics
+    /// never do, so today always `false`: read `check` and `reason` for what was found.
     is_live: bool,
-    /// Never above 0.95 (the reliability line of the spec): heuristics alone cannot be sure.
+    /// How sure the service is of `check`: 0.6–0.9 for a found cue (never the spec's reliable
+    /// 0.95); 0 when `inconclusive` (nothing was concluded).
     confidence: f64,
-    /// `screen_replay`, `printed_photo`, or `undetermined` when no cue was found.
-    spoof_type: String,
-    /// `failed` or `inconclusive`.
+    /// The attack a found cue points to: `screen_replay` or `printed_photo`; `null` when none
+    /// was found.
+    #[schema(required = true)]
+    spoof_type: Option<&'static str>,
+    /// `failed` (a cue was found) or `inconclusive`; `passed` is never given today.
     check: &'static str,
+    /// Why: `spoof_detected` (failed); `too_small` (under 320 × 240), `too_blurred` (blurred
+    /// or blank), `no_face` (the face detector found none), `no_spoof_cue` (a clean frame
+    /// without a cue is no proof of life) or `not_measured` (inconclusive).
+    reason: &'static str,
     /// What each signal said.
     notes: Vec<String>,
     #[schema(required = true)]
     challenge: Option<String>,
     #[schema(required = true)]
     signals: Option<LivenessSignalsBody>,
+    /// Asked with a sandbox key: the same analysis, never billed (CONTRACT §7).
+    sandbox: bool,
     /// Time spent analysing, e.g. `42ms`.
     processing_time: String,
 }
 
 /// Judges one image for presentation attacks (printed photos, screen replays) from model-free
-/// signals, answered at once. Not stored, not billed.
+/// signals, answered at once. Not stored, not billed. Never says live without proof: a frame
+/// without a cue is `inconclusive`, with the reason.
 #[utoipa::path(
     tag = "identity",
     security(("signedRequest" = [])),
@@ -60,20 +72,26 @@ pub async fn liveness(
     let body: LivenessBody = signed.json()?;
     let answer = context
         .identity
-        .liveness(&body.image, body.challenge.as_deref())
+        .liveness(
+            &requester(&signed.caller),
+            &body.image,
+            body.challenge.as_deref(),
+        )
         .await?;
     let verdict = answer.verdict;
     Ok(respond(
         StatusCode::OK,
         "Liveness",
         LivenessResult {
-            is_live: verdict.is_live,
+            is_live: verdict.is_live(),
             confidence: verdict.confidence,
-            spoof_type: verdict.spoof_type,
+            spoof_type: verdict.spoof_type.map(|kind| kind.as_str()),
             check: check(verdict.check),
+            reason: verdict.reason.as_str(),
             notes: verdict.notes,
             challenge: answer.challenge,
             signals: answer.signals.as_ref().map(LivenessSignalsBody::of),
+            sandbox: answer.sandbox,
             processing_time: format!("{}ms", answer.processing_time.as_millis()),
         },
     ))
