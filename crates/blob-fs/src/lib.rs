@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use async_trait::async_trait;
@@ -72,13 +73,48 @@ impl BlobStore for FsBlobStore {
     }
 }
 
+/// Another store (the database, a bucket) that still reads the objects an earlier
+/// configuration kept in a directory: new objects go to `primary`; a key `primary` lacks is
+/// read from the directory; a delete removes both copies, so a deleted object cannot come back.
+/// Nothing is copied — an object written again lands in `primary`, which is read first.
+#[derive(Debug)]
+pub struct DirectoryFallback {
+    primary: Arc<dyn BlobStore>,
+    earlier: FsBlobStore,
+}
+
+impl DirectoryFallback {
+    pub fn new(primary: Arc<dyn BlobStore>, earlier: FsBlobStore) -> Self {
+        Self { primary, earlier }
+    }
+}
+
+#[async_trait]
+impl BlobStore for DirectoryFallback {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
+        self.primary.put(key, bytes).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
+        match self.primary.get(key).await? {
+            Some(bytes) => Ok(Some(bytes)),
+            None => self.earlier.get(key).await,
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        self.primary.delete(key).await?;
+        self.earlier.delete(key).await
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use idconsent_kernel::blob::BlobStore;
 
-    use super::FsBlobStore;
+    use super::{DirectoryFallback, FsBlobStore};
 
     async fn store() -> Option<(Arc<dyn BlobStore>, tempfile::TempDir)> {
         let dir = tempfile::tempdir().ok()?;
@@ -86,4 +122,78 @@ mod tests {
     }
 
     idconsent_kernel::blob_store_contract!(store);
+
+    mod fallback {
+        use super::*;
+
+        /// Both directories empty: the fallback is a store like any other.
+        async fn store() -> Option<(Arc<dyn BlobStore>, (tempfile::TempDir, tempfile::TempDir))> {
+            let (primary, earlier) = (tempfile::tempdir().ok()?, tempfile::tempdir().ok()?);
+            let store = DirectoryFallback::new(
+                Arc::new(FsBlobStore::new(primary.path())),
+                FsBlobStore::new(earlier.path()),
+            );
+            Some((Arc::new(store), (primary, earlier)))
+        }
+
+        idconsent_kernel::blob_store_contract!(store);
+
+        #[tokio::test]
+        async fn files_stored_before_are_read_replaced_and_deleted() {
+            let (primary_dir, earlier_dir) =
+                (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let (primary, earlier) = (
+                Arc::new(FsBlobStore::new(primary_dir.path())),
+                FsBlobStore::new(earlier_dir.path()),
+            );
+            earlier
+                .put("signatures/sr_1/document.pdf", b"old".to_vec())
+                .await
+                .unwrap();
+            earlier
+                .put("signatures/sr_2/document.pdf", b"two".to_vec())
+                .await
+                .unwrap();
+            let store = DirectoryFallback::new(primary.clone(), earlier.clone());
+            assert_eq!(
+                store
+                    .get("signatures/sr_1/document.pdf")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+                b"old"
+            );
+            // Written again: the new version, from the primary store.
+            store
+                .put("signatures/sr_1/document.pdf", b"new".to_vec())
+                .await
+                .unwrap();
+            assert_eq!(
+                store
+                    .get("signatures/sr_1/document.pdf")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+                b"new"
+            );
+            assert_eq!(
+                primary
+                    .get("signatures/sr_1/document.pdf")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+                b"new"
+            );
+            // Deleted: gone from both, the old copy does not come back.
+            store.delete("signatures/sr_1/document.pdf").await.unwrap();
+            store.delete("signatures/sr_2/document.pdf").await.unwrap();
+            for key in [
+                "signatures/sr_1/document.pdf",
+                "signatures/sr_2/document.pdf",
+            ] {
+                assert!(store.get(key).await.unwrap().is_none(), "{key}");
+                assert!(earlier.get(key).await.unwrap().is_none(), "{key}");
+            }
+        }
+    }
 }

@@ -34,6 +34,12 @@ impl From<SignatureError> for ApiError {
             SignatureError::Invalid(errors) => ApiError::validation(errors),
             SignatureError::TooLarge(limit) => ApiError::payload_too_large(limit),
             SignatureError::Unavailable(source) => ApiError::failure(&*source),
+            // A stored file is gone: the caller can do nothing about it and retrying will not
+            // bring it back (410, docs/api-design.md); the operator must know (issue 31 §10).
+            error @ SignatureError::DocumentMissing => {
+                tracing::error!("a signature request's document is missing from the file store");
+                ApiError::gone(error.to_string())
+            }
             other => ApiError::new(other.category(), other.to_string()),
         }
     }
