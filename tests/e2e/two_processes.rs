@@ -1,10 +1,15 @@
 //! Two server processes on one database, each with a data directory of its own — sharing only
 //! the database, `IDC_MASTER_KEY` and `IDC_ADMIN_TOKEN`, as an operator scaling out runs them
-//! (docs/scaling.md): whatever one process did, the other serves (issue 31 §10).
+//! (docs/scaling.md): whatever one process did, the other serves (issue 31 §10, §11).
+
+use std::time::Duration;
 
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use diesel::connection::SimpleConnection;
+use diesel::{Connection, PgConnection, RunQueryDsl};
 use idconsent_e2e::pdf::pdf;
+use idconsent_e2e::receiver::Receiver;
 use idconsent_e2e::scenario::{Application, unique};
 use idconsent_e2e::{Backend, TestApp, error, json};
 use idconsent_server::Config;
@@ -279,4 +284,167 @@ async fn a_lost_document_is_gone_not_a_server_error_on_sqlite() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_document_is_gone_not_a_server_error_on_postgres() {
     a_lost_document_is_gone_not_a_server_error(Backend::Postgres).await;
+}
+
+/// Every delivery of `application`, once none is pending.
+async fn settled_deliveries(app: &TestApp, application: &Application, count: usize) -> Vec<Value> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let listed = app
+            .signed(
+                Method::GET,
+                "/v1/webhooks/deliveries?limit=100",
+                &application.sandbox_key,
+                &application.secret,
+                b"",
+            )
+            .send()
+            .await
+            .unwrap();
+        let listed = json(listed, 200).await;
+        let deliveries = listed["data"]["deliveries"].as_array().unwrap().clone();
+        if deliveries.len() == count && deliveries.iter().all(|d| d["status"] != "pending") {
+            return deliveries;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "deliveries not settled: {listed}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The backends waiting for a lock `holder` holds.
+fn blocked_by(conn: &mut PgConnection, holder: i32) -> Vec<i32> {
+    #[derive(diesel::QueryableByName)]
+    struct Waiting {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        pid: i32,
+    }
+    diesel::sql_query(format!(
+        "SELECT pid FROM pg_stat_activity WHERE {holder} = ANY (pg_blocking_pids(pid))"
+    ))
+    .load::<Waiting>(conn)
+    .unwrap()
+    .into_iter()
+    .map(|waiting| waiting.pid)
+    .collect()
+}
+
+/// Holds the applications table from another connection until a read of it has waited into
+/// its statement timeout (only the second process has a short one), then lets go.
+fn fail_a_secret_read(url: &str) {
+    let mut holder = PgConnection::establish(url).unwrap();
+    let mut observer = PgConnection::establish(url).unwrap();
+    #[derive(diesel::QueryableByName)]
+    struct Pid {
+        #[diesel(sql_type = diesel::sql_types::Integer)]
+        pid: i32,
+    }
+    let holder_pid = diesel::sql_query("SELECT pg_backend_pid() AS pid")
+        .get_result::<Pid>(&mut holder)
+        .unwrap()
+        .pid;
+    holder
+        .batch_execute("BEGIN; LOCK TABLE applications IN ACCESS EXCLUSIVE MODE")
+        .unwrap();
+    // While the lock is held, a backend that stops waiting for it has given up: its statement
+    // timed out.
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut seen_waiting = Vec::new();
+    loop {
+        let waiting = blocked_by(&mut observer, holder_pid);
+        if seen_waiting.iter().any(|pid| !waiting.contains(pid)) {
+            break;
+        }
+        seen_waiting.extend(waiting);
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no read of the secrets timed out"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    holder.batch_execute("COMMIT").unwrap();
+}
+
+fn short_retries(config: &mut Config) {
+    config.webhooks.retry =
+        idconsent_webhook::RetrySchedule::parse(&["200ms"; 12].join(",")).unwrap();
+}
+
+fn short_statements_and_retries(config: &mut Config) {
+    short_retries(config);
+    config.db.statement_timeout = Duration::from_millis(400);
+}
+
+/// Consents created through both processes; their webhooks answered 500 until, while the
+/// deliveries wait for a retry, the second process's read of the signing secrets fails (the
+/// applications table locked past its statement timeout). A failed read is a retry of the round,
+/// not an attempt: every attempt in the delivery log is a request the endpoint received.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_secret_read_is_no_attempt() {
+    let Some(app) = TestApp::start_with(Backend::Postgres, short_retries).await else {
+        return;
+    };
+    let second = app
+        .stateless_second_server_with(short_statements_and_retries)
+        .await;
+    const EVENTS: usize = 6;
+    let receiver = Receiver::start().await;
+    receiver.answer(500);
+    let merchant = app.register_merchant().await;
+    let application = app.application_calling(&merchant, &receiver.url).await;
+    for n in 0..EVENTS {
+        let base = if n % 2 == 0 {
+            app.base.clone()
+        } else {
+            second.url()
+        };
+        let created = signed_to(
+            &app,
+            &base,
+            &application,
+            Method::POST,
+            "/v1/consents/auth",
+            &json!({
+                "clientId": application.client_id,
+                "callbackUrl": receiver.url,
+                "recipient": format!("+1555{}", &unique()[..7]),
+                "intent": "LOGIN",
+                "transaction": {"type": "login", "description": "Sign in", "amount": 0,
+                                "currency": "USD", "payee": "Shop"}
+            }),
+        )
+        .await;
+        json(created, 201).await;
+    }
+    receiver
+        .wait_for(|received| (received.len() >= EVENTS).then_some(()))
+        .await;
+    let url = app.database_url().to_owned();
+    tokio::task::spawn_blocking(move || fail_a_secret_read(&url))
+        .await
+        .unwrap();
+    receiver.answer(200);
+    let deliveries = settled_deliveries(&app, &application, EVENTS).await;
+    let unposted: Vec<&Value> = deliveries
+        .iter()
+        .flat_map(|d| d["attempts"].as_array().unwrap())
+        .filter(|attempt| attempt["statusCode"].is_null())
+        .collect();
+    assert!(
+        unposted.is_empty(),
+        "attempts that sent nothing: {unposted:?}"
+    );
+    assert!(
+        deliveries.iter().all(|d| d["status"] == "succeeded"),
+        "{deliveries:?}"
+    );
+    let attempts: usize = deliveries
+        .iter()
+        .map(|d| d["attempts"].as_array().unwrap().len())
+        .sum();
+    assert_eq!(attempts, receiver.received().len(), "{deliveries:?}");
+    second.stop().await;
+    app.stop().await;
 }
