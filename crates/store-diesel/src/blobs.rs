@@ -38,6 +38,57 @@ impl DieselBlobStore {
     pub fn new(db: Db, clock: Arc<dyn Clock>) -> Self {
         Self { db, clock }
     }
+
+    /// The objects under the folder `prefix` (a valid key ending in `/`; else `InvalidKey`)
+    /// whose last `put` was before `stored_before`, with that time: keys greater than `after`,
+    /// in ascending bytewise order, at most `limit`. A folder is a byte prefix (`_` is no
+    /// wildcard): one range of the primary key, bytewise on both backends. What a sweep of
+    /// orphans pages through (issue 31 §5's `BlobStore::list_stored_before`).
+    pub async fn stored_before_page(
+        &self,
+        prefix: &str,
+        stored_before: Timestamp,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<(String, Timestamp)>, BlobError> {
+        if !prefix.ends_with('/') || !is_valid_key(prefix) {
+            return Err(BlobError::InvalidKey);
+        }
+        // Keys are ASCII: the folder's keys sort below the prefix with its `/` made `0`.
+        let end = format!("{}0", &prefix[..prefix.len() - 1]);
+        // From just after `after`, or from the folder's start.
+        let (from, inclusive) = match after {
+            Some(after) if after >= prefix => (after.to_owned(), false),
+            _ => (prefix.to_owned(), true),
+        };
+        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
+        let before = stored_before.as_millis();
+        let rows: Vec<(String, i64)> = self
+            .db
+            .read(move |conn| {
+                Ok(crate::with_conn!(conn, |c| {
+                    let page = blob_objects::table
+                        .filter(blob_objects::key.lt(&end))
+                        .filter(blob_objects::stored_at.lt(before))
+                        .into_boxed();
+                    let page = if inclusive {
+                        page.filter(blob_objects::key.ge(&from))
+                    } else {
+                        page.filter(blob_objects::key.gt(&from))
+                    };
+                    page.order(blob_objects::key)
+                        .limit(limit)
+                        .select((blob_objects::key, blob_objects::stored_at))
+                        .load(c)
+                })?)
+            })
+            .await
+            .map_err(unavailable)?;
+        Ok(rows
+            .into_iter()
+            .map(|(key, at)| (key, Timestamp::from_millis(at)))
+            .collect())
+    }
 }
 
 fn valid(key: &str) -> Result<String, BlobError> {

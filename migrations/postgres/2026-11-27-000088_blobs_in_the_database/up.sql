@@ -2,8 +2,10 @@
 -- object store, so that every process reads what any process stored (issue 31 §10). An object
 -- is a header row and its bytes in chunks of at most 1 MiB, so that no statement carries a
 -- whole 15 MiB upload.
+-- Keys compare byte for byte (COLLATE "C"), so that a folder's keys are one range of the
+-- primary key and listings come in bytewise order, as on SQLite.
 CREATE TABLE blob_objects (
-    key       TEXT PRIMARY KEY,
+    key       TEXT COLLATE "C" PRIMARY KEY,
     size      BIGINT NOT NULL,
     chunks    INTEGER NOT NULL,
     -- When it was stored (ms since the epoch), for sweeps of old keys.
@@ -11,7 +13,7 @@ CREATE TABLE blob_objects (
 );
 
 CREATE TABLE blob_chunks (
-    blob_key TEXT NOT NULL REFERENCES blob_objects (key) ON DELETE CASCADE,
+    blob_key TEXT COLLATE "C" NOT NULL REFERENCES blob_objects (key) ON DELETE CASCADE,
     seq      INTEGER NOT NULL,
     bytes    BYTEA NOT NULL,
     PRIMARY KEY (blob_key, seq)
