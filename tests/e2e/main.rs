@@ -24,4 +24,5 @@ mod outage;
 mod qr;
 mod scale_out;
 mod signatures;
+mod two_processes;
 mod webhooks;

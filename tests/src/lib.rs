@@ -139,6 +139,11 @@ impl TestApp {
         &self._database.url
     }
 
+    /// The database this app runs on, to change it behind the service's back.
+    pub fn database(&self) -> &TestDatabase {
+        &self._database
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
     }
@@ -185,6 +190,32 @@ impl TestApp {
         idconsent_server::start(config).await.unwrap()
     }
 
+    /// Another server process as an operator scaling out runs it: the same database,
+    /// `IDC_MASTER_KEY` and `IDC_ADMIN_TOKEN`, and a data directory of its own (where
+    /// [`TestApp::second_server`] shares this one's), so nothing it serves may depend on a file
+    /// the first process wrote.
+    pub async fn stateless_second_server(&self) -> SecondServer {
+        self.stateless_second_server_with(|_| {}).await
+    }
+
+    /// Like [`TestApp::stateless_second_server`], with a chance to adjust the configuration.
+    pub async fn stateless_second_server_with(
+        &self,
+        adjust: impl FnOnce(&mut idconsent_server::Config),
+    ) -> SecondServer {
+        let data_dir = tempfile::tempdir().unwrap();
+        let server = self
+            .second_server_with(|config| {
+                config.data_dir = PathBuf::from(data_dir.path());
+                adjust(config);
+            })
+            .await;
+        SecondServer {
+            server,
+            _data_dir: data_dir,
+        }
+    }
+
     /// Holds the SQLite database's write lock from another connection until the guard is
     /// dropped: the service's writes wait `busy_timeout`, then fail as "database is locked".
     pub async fn hold_write_lock(&self) -> WriteLock {
@@ -226,6 +257,24 @@ impl TestApp {
         if let Some(server) = self.server.take() {
             server.stop().await;
         }
+    }
+}
+
+/// A second server process with a data directory of its own
+/// ([`TestApp::stateless_second_server`]); the directory lives as long as this.
+#[allow(missing_debug_implementations)]
+pub struct SecondServer {
+    pub server: idconsent_server::RunningServer,
+    _data_dir: tempfile::TempDir,
+}
+
+impl SecondServer {
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    pub async fn stop(self) {
+        self.server.stop().await;
     }
 }
 

@@ -103,10 +103,22 @@ pub fn spawn_all(
                 if !last_round_full.load(std::sync::atomic::Ordering::Relaxed) {
                     tokio::time::sleep(WEBHOOK_BATCH_WINDOW).await;
                 }
-                let attempts = webhooks
+                let round = webhooks
                     .start_due()
                     .await
                     .map_err(|error| failed("webhook delivery round", error))?;
+                if let Some(handed_back) = &round.handed_back {
+                    // Nothing was sent or recorded for them: due again in a moment, here or in
+                    // another process (issue 31 §11).
+                    tracing::warn!(
+                        deliveries = handed_back.deliveries,
+                        applications = handed_back.applications,
+                        due_again_at = %handed_back.due_again_at,
+                        error = %chain(&handed_back.cause),
+                        "webhook signing secrets could not be read; deliveries handed back unattempted"
+                    );
+                }
+                let attempts = round.attempts;
                 let started = attempts.len();
                 last_round_full.store(
                     started >= webhooks.round_size(),

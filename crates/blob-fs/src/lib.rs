@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::UNIX_EPOCH;
 
@@ -167,13 +168,99 @@ impl FsBlobStore {
     }
 }
 
+/// Another store (the database, a bucket) that still reads the objects an earlier
+/// configuration kept in a directory: new objects go to `primary`; a key `primary` lacks is
+/// read from the directory; a delete removes both copies, so a deleted object cannot come back.
+/// Nothing is copied — an object written again lands in `primary`, which is read first.
+#[derive(Debug)]
+pub struct DirectoryFallback {
+    primary: Arc<dyn BlobStore>,
+    earlier: FsBlobStore,
+}
+
+impl DirectoryFallback {
+    pub fn new(primary: Arc<dyn BlobStore>, earlier: FsBlobStore) -> Self {
+        Self { primary, earlier }
+    }
+}
+
+#[async_trait]
+impl BlobStore for DirectoryFallback {
+    async fn put(&self, key: &str, bytes: Vec<u8>) -> Result<(), BlobError> {
+        self.primary.put(key, bytes).await
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<Vec<u8>>, BlobError> {
+        match self.primary.get(key).await? {
+            Some(bytes) => Ok(Some(bytes)),
+            None => self.earlier.get(key).await,
+        }
+    }
+
+    async fn delete(&self, key: &str) -> Result<(), BlobError> {
+        self.primary.delete(key).await?;
+        self.earlier.delete(key).await
+    }
+
+    /// Both stores' listings, merged: an object in both is listed once, dated by the copy that
+    /// is read (the primary's, which a young copy keeps from the sweep even when an old one
+    /// sits in the directory). Windows of the union's next `limit` keys are judged in turn until
+    /// the page is full or both stores are exhausted, so a short page still means the end.
+    async fn list_stored_before(
+        &self,
+        prefix: &str,
+        stored_before: Timestamp,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<StoredBlob>, BlobError> {
+        let every_age = Timestamp::from_millis(i64::MAX);
+        let mut cursor = after.map(str::to_owned);
+        let mut page = Vec::new();
+        while page.len() < limit {
+            let primary = self
+                .primary
+                .list_stored_before(prefix, every_age, cursor.as_deref(), limit)
+                .await?;
+            let earlier = self
+                .earlier
+                .list_stored_before(prefix, every_age, cursor.as_deref(), limit)
+                .await?;
+            let exhausted = primary.len() < limit && earlier.len() < limit;
+            let mut union = primary;
+            for entry in earlier {
+                if !union.iter().any(|listed| listed.key == entry.key) {
+                    union.push(entry);
+                }
+            }
+            // Nothing beyond this window when both stores ran out and the union fits in it.
+            let exhausted = exhausted && union.len() <= limit;
+            // The union's first `limit` keys: each store listed its own first `limit`.
+            let window = select_page(union, every_age, None, limit);
+            let Some(last) = window.last().map(|entry| entry.key.clone()) else {
+                break;
+            };
+            page.extend(
+                window
+                    .into_iter()
+                    .filter(|entry| entry.stored_at < stored_before),
+            );
+            if exhausted {
+                break;
+            }
+            cursor = Some(last);
+        }
+        page.truncate(limit);
+        Ok(page)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
 
     use idconsent_kernel::blob::BlobStore;
 
-    use super::FsBlobStore;
+    use super::{DirectoryFallback, FsBlobStore};
 
     async fn store() -> Option<(Arc<dyn BlobStore>, tempfile::TempDir)> {
         let dir = tempfile::tempdir().ok()?;
@@ -213,6 +300,80 @@ mod tests {
             put.await.unwrap().unwrap();
             delete.await.unwrap().unwrap();
             assert_eq!(store.get(&kept).await.unwrap().unwrap(), b"new", "{round}");
+        }
+    }
+
+    mod fallback {
+        use super::*;
+
+        /// Both directories empty: the fallback is a store like any other.
+        async fn store() -> Option<(Arc<dyn BlobStore>, (tempfile::TempDir, tempfile::TempDir))> {
+            let (primary, earlier) = (tempfile::tempdir().ok()?, tempfile::tempdir().ok()?);
+            let store = DirectoryFallback::new(
+                Arc::new(FsBlobStore::new(primary.path())),
+                FsBlobStore::new(earlier.path()),
+            );
+            Some((Arc::new(store), (primary, earlier)))
+        }
+
+        idconsent_kernel::blob_store_contract!(store);
+
+        #[tokio::test]
+        async fn files_stored_before_are_read_replaced_and_deleted() {
+            let (primary_dir, earlier_dir) =
+                (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+            let (primary, earlier) = (
+                Arc::new(FsBlobStore::new(primary_dir.path())),
+                FsBlobStore::new(earlier_dir.path()),
+            );
+            earlier
+                .put("signatures/sr_1/document.pdf", b"old".to_vec())
+                .await
+                .unwrap();
+            earlier
+                .put("signatures/sr_2/document.pdf", b"two".to_vec())
+                .await
+                .unwrap();
+            let store = DirectoryFallback::new(primary.clone(), earlier.clone());
+            assert_eq!(
+                store
+                    .get("signatures/sr_1/document.pdf")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+                b"old"
+            );
+            // Written again: the new version, from the primary store.
+            store
+                .put("signatures/sr_1/document.pdf", b"new".to_vec())
+                .await
+                .unwrap();
+            assert_eq!(
+                store
+                    .get("signatures/sr_1/document.pdf")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+                b"new"
+            );
+            assert_eq!(
+                primary
+                    .get("signatures/sr_1/document.pdf")
+                    .await
+                    .unwrap()
+                    .unwrap(),
+                b"new"
+            );
+            // Deleted: gone from both, the old copy does not come back.
+            store.delete("signatures/sr_1/document.pdf").await.unwrap();
+            store.delete("signatures/sr_2/document.pdf").await.unwrap();
+            for key in [
+                "signatures/sr_1/document.pdf",
+                "signatures/sr_2/document.pdf",
+            ] {
+                assert!(store.get(key).await.unwrap().is_none(), "{key}");
+                assert!(earlier.get(key).await.unwrap().is_none(), "{key}");
+            }
         }
     }
 }

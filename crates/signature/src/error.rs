@@ -23,6 +23,14 @@ pub enum SignatureError {
         message: &'static str,
         retry_after_secs: u64,
     },
+    /// The request exists but the file store has no document under its key: lost from the
+    /// store (deleted, or a store other than the one it was written to). Never a fault of the
+    /// caller's, never to be retried; the HTTP layer answers 410 and logs it for the operator.
+    #[error(
+        "The document of this signature request is no longer stored: it cannot be shown or \
+         certified. The request and its audit trail remain readable."
+    )]
+    DocumentMissing,
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -35,7 +43,10 @@ impl SignatureError {
             SignatureError::NotFound(_) => ErrorCategory::NotFound,
             SignatureError::Conflict(_) => ErrorCategory::Conflict,
             SignatureError::Limited { .. } => ErrorCategory::RateLimited,
-            SignatureError::Unavailable(_) => ErrorCategory::Internal,
+            // 410 in HTTP (not a category of spec §7): an internal loss, not the caller's.
+            SignatureError::DocumentMissing | SignatureError::Unavailable(_) => {
+                ErrorCategory::Internal
+            }
         }
     }
 

@@ -285,13 +285,14 @@ impl SignatureService {
         self.requests.find(&id).await?.ok_or_else(not_found)
     }
 
-    /// The document as uploaded.
+    /// The document as uploaded; [`SignatureError::DocumentMissing`] when the file store has
+    /// none under the request's key.
     pub async fn document(&self, request: &SignatureRequest) -> Result<Vec<u8>, SignatureError> {
         self.documents
             .get(&request.document_key())
             .await
             .map_err(SignatureError::unavailable)?
-            .ok_or_else(|| SignatureError::Unavailable("the uploaded document is missing".into()))
+            .ok_or(SignatureError::DocumentMissing)
     }
 
     /// The signed certificate of a completed request (409 before), made once and kept.

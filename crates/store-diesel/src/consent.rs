@@ -356,8 +356,9 @@ const CREATE_BATCH: &str = "SELECT item, created, pending_expiries, created_in_w
     $32, $33, $34, $35, $36)";
 
 /// Creates a batch of sessions on PostgreSQL in one call and one transaction:
-/// `idc_create_consent_sessions` (migration 000084, ADRs 0034 and 0035) takes every
-/// recipient's advisory lock, then judges each create in order by its flood counts
+/// `idc_create_consent_sessions` (migrations 000084 and 000087, ADRs 0034 and 0035) takes
+/// every recipient's advisory lock and then every counter row it may charge, each in one fixed
+/// order (so batches never deadlock), then judges each create in order by its flood counts
 /// (`count < limit`, the arithmetic of [`FloodLimits`]) and writes the admitted sessions with
 /// their charges and outboxes. Answers in the batch's order.
 fn create_batch(

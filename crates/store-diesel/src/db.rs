@@ -192,6 +192,21 @@ impl Db {
         .await
     }
 
+    /// Like [`Db::read`], but always on the blocking pool: for reads that copy megabytes (blobs),
+    /// which must not hold an async worker thread even for the milliseconds that takes.
+    pub async fn read_off_thread<T, F>(&self, f: F) -> Result<T, DbError>
+    where
+        T: Send + 'static,
+        F: FnOnce(AnyConnection<'_>) -> Result<T, DbError> + Send + 'static,
+    {
+        let pools = self.pools.clone();
+        run_blocking(move || match &*pools {
+            Pools::Sqlite { read, .. } => f(AnyConnection::Sqlite(&mut *read.get()?)),
+            Pools::Postgres(pool) => f(AnyConnection::Postgres(&mut *pool.get()?)),
+        })
+        .await
+    }
+
     /// Runs `f` in a write transaction: committed when `f` returns `Ok`, rolled back on `Err`,
     /// and the result returned only once the commit is done.
     ///

@@ -13,6 +13,7 @@ macro_rules! with_conn {
 pub(crate) use with_conn;
 
 mod billing;
+mod blobs;
 mod cached;
 mod consent;
 mod db;
@@ -40,6 +41,7 @@ mod webhook;
 pub mod testing;
 
 pub use billing::DieselBillingStore;
+pub use blobs::{CHUNK_BYTES, DieselBlobStore};
 pub use consent::DieselSessionStore;
 pub use db::{AnyConnection, Backend, Db, DbOptions};
 pub use enduser::DieselEndUserStore;

@@ -371,3 +371,20 @@ pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;
 pub use crate::verification::schema::identity_verifications;
+
+diesel::table! {
+    blob_objects (key) {
+        key -> Text,
+        size -> BigInt,
+        chunks -> Integer,
+        stored_at -> BigInt,
+    }
+}
+
+diesel::table! {
+    blob_chunks (blob_key, seq) {
+        blob_key -> Text,
+        seq -> Integer,
+        bytes -> Binary,
+    }
+}

@@ -3,7 +3,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::future::BoxFuture;
-use idconsent_kernel::id::ApplicationId;
+use idconsent_kernel::id::{ApplicationId, DeliveryId};
 use idconsent_kernel::{Clock, Nudge, Timestamp};
 
 use crate::lanes::Lanes;
@@ -21,13 +21,43 @@ use crate::schedule::RetrySchedule;
 /// lease then ends and the delivery is attempted again).
 pub type StartedAttempt = BoxFuture<'static, Result<NextStep, StoreError>>;
 
+/// What a round started: the attempts to run, and the deliveries it leased but handed back.
+#[must_use]
+pub struct StartedRound {
+    pub attempts: Vec<StartedAttempt>,
+    pub handed_back: Option<HandedBack>,
+}
+
+impl std::fmt::Debug for StartedRound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StartedRound")
+            .field("attempts", &self.attempts.len())
+            .field("handed_back", &self.handed_back)
+            .finish()
+    }
+}
+
+/// Deliveries a round leased but could not sign, because their application's signing secrets
+/// could not be read (the database failed the read, or the vault could not open them). Nothing
+/// was sent and nothing is recorded against them — a failed read is a retry of the round, not
+/// an attempt — and they are due again at `due_again_at`, for this process or another.
+#[derive(Debug)]
+pub struct HandedBack {
+    pub deliveries: usize,
+    pub applications: usize,
+    pub due_again_at: Timestamp,
+    /// The first failed read's error.
+    pub cause: StoreError,
+}
+
+/// How soon deliveries handed back for unreadable secrets are due again.
+const HANDED_BACK_FOR: Duration = Duration::from_secs(1);
+
 /// An application's signing secrets as read once for a round, shared by its attempts.
 enum RoundSecrets {
     Signing(Vec<String>),
     /// The application no longer exists: its deliveries are not retried.
     Gone,
-    /// The secrets could not be read now: the attempts are retried.
-    Unavailable,
 }
 
 fn unposted(reason: &str) -> PostOutcome {
@@ -169,12 +199,16 @@ impl Dispatcher {
     }
 
     /// Leases due deliveries for the free lanes (at most one lane's worth, skipping applications
-    /// whose lane is full) and returns their attempts, not yet run.
-    pub async fn start_due(&self) -> Result<Vec<StartedAttempt>, StoreError> {
+    /// whose lane is full) and returns their attempts, not yet run, with the deliveries it
+    /// handed back unattempted (their application's secrets could not be read).
+    pub async fn start_due(&self) -> Result<StartedRound, StoreError> {
         let limit = self.lanes.round_limit();
         let full = self.lanes.full();
         if limit == 0 || !self.quiet_pause_left(&full).is_zero() {
-            return Ok(Vec::new());
+            return Ok(StartedRound {
+                attempts: Vec::new(),
+                handed_back: None,
+            });
         }
         let now = self.clock.now();
         // The lease outlives the slowest attempt (the timeout) with room to record it.
@@ -204,46 +238,83 @@ impl Dispatcher {
                 .map(|application| self.secrets.for_application(application)),
         )
         .await;
-        let secrets: HashMap<ApplicationId, Arc<RoundSecrets>> = applications
-            .into_iter()
-            .zip(reads)
-            .map(|(application, read)| {
-                let read = match read {
-                    Ok(signing) => RoundSecrets::Signing(signing),
-                    Err(StoreError::NotFound) => RoundSecrets::Gone,
-                    Err(StoreError::Unavailable(_)) => RoundSecrets::Unavailable,
-                };
-                (application.clone(), Arc::new(read))
-            })
-            .collect();
-        Ok(leased
-            .into_iter()
-            .map(|delivery| {
-                let dispatcher = self.clone();
-                let secrets = secrets
-                    .get(&delivery.application_id)
-                    .cloned()
-                    .unwrap_or_else(|| Arc::new(RoundSecrets::Unavailable));
-                // Taken now and freed however the attempt ends: done, failed, panicked, or
-                // dropped before it ever ran.
-                let slot = LaneSlot {
-                    lanes: dispatcher.lanes.clone(),
-                    application: delivery.application_id.clone(),
-                    finished: dispatcher.finished.clone(),
-                };
-                let attempt: StartedAttempt = Box::pin(async move {
-                    let _slot = slot;
-                    dispatcher.attempt(delivery, &secrets).await
-                });
-                attempt
-            })
-            .collect())
+        let mut secrets: HashMap<ApplicationId, Arc<RoundSecrets>> = HashMap::new();
+        let mut unreadable: Vec<StoreError> = Vec::new();
+        for (application, read) in applications.into_iter().zip(reads) {
+            match read {
+                Ok(signing) => {
+                    secrets.insert(
+                        application.clone(),
+                        Arc::new(RoundSecrets::Signing(signing)),
+                    );
+                }
+                Err(StoreError::NotFound) => {
+                    secrets.insert(application.clone(), Arc::new(RoundSecrets::Gone));
+                }
+                Err(error @ StoreError::Unavailable(_)) => unreadable.push(error),
+            }
+        }
+        let mut attempts = Vec::with_capacity(leased.len());
+        let mut handed_back = Vec::new();
+        for delivery in leased {
+            // Taken at the lease and freed however the attempt ends: done, failed, panicked, or
+            // dropped before it ever ran (or at once, for a delivery handed back).
+            let slot = LaneSlot {
+                lanes: self.lanes.clone(),
+                application: delivery.application_id.clone(),
+                finished: self.finished.clone(),
+            };
+            let Some(secrets) = secrets.get(&delivery.application_id).cloned() else {
+                handed_back.push(delivery.id);
+                continue;
+            };
+            let dispatcher = self.clone();
+            let attempt: StartedAttempt = Box::pin(async move {
+                let _slot = slot;
+                dispatcher.attempt(delivery, &secrets).await
+            });
+            attempts.push(attempt);
+        }
+        let applications_unreadable = unreadable.len();
+        let handed_back = match unreadable.into_iter().next() {
+            None => None,
+            Some(cause) => Some(
+                self.hand_back(&handed_back, applications_unreadable, cause, lease_until)
+                    .await,
+            ),
+        };
+        Ok(StartedRound {
+            attempts,
+            handed_back,
+        })
+    }
+
+    /// Makes deliveries leased for nothing due again soon, recording nothing against them. If
+    /// even that fails, their lease ends them the same way, later.
+    async fn hand_back(
+        &self,
+        deliveries: &[DeliveryId],
+        applications: usize,
+        cause: StoreError,
+        lease_until: Timestamp,
+    ) -> HandedBack {
+        let soon = self.clock.now().plus(HANDED_BACK_FOR);
+        let due_again_at = match self.store.release(deliveries, soon).await {
+            Ok(()) => soon,
+            Err(_) => lease_until,
+        };
+        HandedBack {
+            deliveries: deliveries.len(),
+            applications,
+            due_again_at,
+            cause,
+        }
     }
 
     /// Attempts every due delivery that fits the lanes and waits for them: one round, for
     /// callers without their own tasks (tests, a one-off command).
     pub async fn deliver_due(&self) -> Result<usize, StoreError> {
-        let started = self.start_due().await?;
+        let started = self.start_due().await?.attempts;
         let count = started.len();
         for outcome in futures_util::future::join_all(started).await {
             outcome?;
@@ -257,14 +328,14 @@ impl Dispatcher {
         secrets: &RoundSecrets,
     ) -> Result<NextStep, StoreError> {
         let started = self.clock.now();
-        // Unsigned webhooks are never sent: without secrets the attempt is recorded unposted,
-        // and retried unless the application no longer exists.
+        // Unsigned webhooks are never sent. An application that no longer exists ends its
+        // deliveries with one unposted attempt saying so (secrets that could not be read never
+        // get here: the round handed those deliveries back).
         let (outcome, retryable) = match secrets {
             RoundSecrets::Signing(secrets) => {
                 (self.post(&delivery, secrets, started.as_secs()).await, true)
             }
             RoundSecrets::Gone => (unposted("the application no longer exists"), false),
-            RoundSecrets::Unavailable => (unposted("signing secrets unavailable"), true),
         };
         let now = self.clock.now();
         let (attempt, success) = match outcome {
@@ -309,189 +380,5 @@ impl Dispatcher {
 }
 
 #[cfg(test)]
-mod tests {
-    use async_trait::async_trait;
-    use idconsent_kernel::id::{ApplicationId, TypedId};
-    use idconsent_kernel::{Environment, ManualClock, OsRandom, Timestamp, UlidGenerator};
-    use serde_json::json;
-
-    use super::*;
-    use crate::model::{EventType, Outbox};
-    use crate::testing::InMemoryDeliveries;
-
-    /// A receiver that never answers.
-    #[derive(Debug)]
-    struct Hangs;
-
-    #[async_trait]
-    impl WebhookTransport for Hangs {
-        async fn post(&self, _: WebhookRequest) -> PostOutcome {
-            std::future::pending().await
-        }
-    }
-
-    #[derive(Debug)]
-    struct Unsigned;
-
-    impl WebhookSigner for Unsigned {
-        fn signature_header(&self, _: &[String], _: &str, _: i64, _: &[u8]) -> String {
-            String::new()
-        }
-    }
-
-    #[async_trait]
-    impl SigningSecrets for Unsigned {
-        async fn for_application(&self, _: &ApplicationId) -> Result<Vec<String>, StoreError> {
-            Ok(vec!["whsec_test".into()])
-        }
-    }
-
-    /// One event of each application given (repeats make several), due now, with one
-    /// destination each.
-    fn due_deliveries(
-        applications: &[&ApplicationId],
-    ) -> (Arc<ManualClock>, Arc<InMemoryDeliveries>) {
-        let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
-        let ids = UlidGenerator::new(clock.clone(), Arc::new(OsRandom));
-        let store = Arc::new(InMemoryDeliveries::default());
-        let outbox: Vec<Outbox> = applications
-            .iter()
-            .map(|application| {
-                Outbox::new(
-                    &ids,
-                    EventType::declared("consent.created"),
-                    (*application).clone(),
-                    Environment::Sandbox,
-                    clock.now(),
-                    json!({}),
-                    &["https://shop.example/hooks"],
-                )
-            })
-            .collect();
-        store.enqueue_now(&outbox);
-        (clock, store)
-    }
-
-    #[tokio::test]
-    async fn an_application_gets_its_lane_and_a_dropped_attempt_gives_its_slot_back() {
-        let application = ApplicationId::from_trusted("app_slow".into());
-        let (clock, store) = due_deliveries(&[&application; 5]);
-        let dispatcher = Dispatcher::new(
-            store.clone(),
-            Arc::new(Hangs),
-            Arc::new(Unsigned),
-            Arc::new(Unsigned),
-            clock,
-            RetrySchedule::default(),
-        )
-        .with_lanes(8, 2);
-        let first = dispatcher.start_due().await.unwrap();
-        assert_eq!(first.len(), 2, "two of five fit the application's lane");
-        assert!(
-            dispatcher.start_due().await.unwrap().is_empty(),
-            "the lane is full"
-        );
-        // The attempts end without an answer (dropped, as on shutdown): their slots come back,
-        // and the three deliveries handed back are due.
-        drop(first);
-        assert_eq!(dispatcher.start_due().await.unwrap().len(), 2);
-    }
-
-    fn pause_left(dispatcher: &Dispatcher) -> Duration {
-        dispatcher.quiet_pause_left(&dispatcher.lanes.full())
-    }
-
-    #[tokio::test]
-    async fn behind_a_full_lane_a_round_that_found_nothing_else_pauses_the_next() {
-        let application = ApplicationId::from_trusted("app_slow".into());
-        let (clock, store) = due_deliveries(&[&application; 3]);
-        let dispatcher = Dispatcher::new(
-            store,
-            Arc::new(Hangs),
-            Arc::new(Unsigned),
-            Arc::new(Unsigned),
-            clock.clone(),
-            RetrySchedule::default(),
-        )
-        .with_lanes(8, 2);
-        let running = dispatcher.start_due().await.unwrap();
-        assert_eq!(running.len(), 2);
-        assert_eq!(pause_left(&dispatcher), Duration::ZERO, "not yet skipped");
-        // The lane is full and nobody else has anything due: this round finds nothing.
-        assert!(dispatcher.start_due().await.unwrap().is_empty());
-        assert_eq!(pause_left(&dispatcher), QUIET_SKIPPING_PAUSE);
-        // Meanwhile rounds start nothing without asking the store (asking it would renew the
-        // pause from the later time).
-        clock.advance(Duration::from_millis(30));
-        assert!(dispatcher.start_due().await.unwrap().is_empty());
-        assert_eq!(pause_left(&dispatcher), Duration::from_millis(20));
-        clock.advance(Duration::from_millis(20));
-        assert_eq!(pause_left(&dispatcher), Duration::ZERO);
-        // A lane that frees ends the pause at once.
-        drop(running);
-        assert_eq!(pause_left(&dispatcher), Duration::ZERO);
-    }
-
-    /// A receiver that answers 204 at once.
-    #[derive(Debug)]
-    struct Accepts;
-
-    #[async_trait]
-    impl WebhookTransport for Accepts {
-        async fn post(&self, _: WebhookRequest) -> PostOutcome {
-            PostOutcome::Answered {
-                status: 204,
-                duration: Duration::ZERO,
-            }
-        }
-    }
-
-    /// Secrets for `app_known` only, counting the reads per application.
-    #[derive(Debug, Default)]
-    struct CountedSecrets {
-        reads: std::sync::Mutex<Vec<ApplicationId>>,
-    }
-
-    #[async_trait]
-    impl SigningSecrets for CountedSecrets {
-        async fn for_application(&self, app: &ApplicationId) -> Result<Vec<String>, StoreError> {
-            self.reads.lock().unwrap().push(app.clone());
-            if app.as_str() == "app_known" {
-                Ok(vec!["whsec_test".into()])
-            } else {
-                Err(StoreError::NotFound)
-            }
-        }
-    }
-
-    #[tokio::test]
-    async fn a_round_reads_each_applications_secrets_once() {
-        let known = ApplicationId::from_trusted("app_known".into());
-        let gone = ApplicationId::from_trusted("app_gone".into());
-        let (clock, store) = due_deliveries(&[&known, &known, &known, &gone, &gone]);
-        let secrets = Arc::new(CountedSecrets::default());
-        let dispatcher = Dispatcher::new(
-            store.clone(),
-            Arc::new(Accepts),
-            Arc::new(Unsigned),
-            secrets.clone(),
-            clock,
-            RetrySchedule::default(),
-        );
-        let started = dispatcher.start_due().await.unwrap();
-        assert_eq!(started.len(), 5);
-        let mut steps = Vec::new();
-        for attempt in started {
-            steps.push(attempt.await.unwrap());
-        }
-        let mut reads = secrets.reads.lock().unwrap().clone();
-        reads.sort();
-        assert_eq!(reads, [gone, known], "one read per application");
-        // The known application's three were delivered; the gone one's two end for good.
-        assert_eq!(
-            steps.iter().filter(|s| **s == NextStep::Succeeded).count(),
-            3
-        );
-        assert_eq!(steps.iter().filter(|s| **s == NextStep::Failed).count(), 2);
-    }
-}
+#[path = "dispatcher_tests.rs"]
+mod tests;

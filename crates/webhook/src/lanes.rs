@@ -11,7 +11,8 @@ use crate::model::Delivery;
 /// Attempts in flight in this process. A round leases at most `per_application` deliveries and
 /// skips applications that already have `per_application` in flight, so one application never
 /// has more than `2 × per_application − 1` attempts in flight and the others keep the rest of
-/// the `total`. Nothing leased is handed back: a leased delivery is always attempted at once.
+/// the `total`. A leased delivery is attempted at once, unless its application's signing secrets
+/// cannot be read: then the round hands it back unattempted and frees its slot at once.
 #[derive(Debug)]
 pub struct Lanes {
     total: usize,

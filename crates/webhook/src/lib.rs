@@ -16,7 +16,7 @@ pub mod contract;
 #[cfg(feature = "contract")]
 pub mod transport_contract;
 
-pub use dispatcher::{Dispatcher, StartedAttempt};
+pub use dispatcher::{Dispatcher, HandedBack, StartedAttempt, StartedRound};
 pub use effects::Effects;
 pub use lanes::Lanes;
 pub use log::{DeliveryLog, DeliveryLogError};

@@ -1,5 +1,6 @@
-//! Where uploaded and generated files live: the data directory (one machine) or an
-//! S3-compatible object store (several processes).
+//! Where uploaded and generated files live: the database (the default on PostgreSQL: every
+//! process reads them), the data directory (the default on SQLite: one machine) or an
+//! S3-compatible object store (large deployments). ADR 0037.
 
 use secrecy::{ExposeSecret, SecretString};
 
@@ -7,20 +8,26 @@ use super::{ConfigError, secret};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum BlobStoreKind {
-    /// `<data dir>/blobs` on the local filesystem.
+    /// `database` on PostgreSQL, `fs` on SQLite.
+    Auto,
+    /// `<data dir>/blobs` on the local filesystem: one process, or processes sharing that
+    /// directory.
     Fs,
+    /// Tables of the database (`blob_objects`, `blob_chunks`): every process on the database.
+    Database,
     /// An S3-compatible object store (`IDC_S3_*`).
     S3,
 }
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct BlobArgs {
-    /// Where files (merchant documents, PDFs, identity images) are kept: `fs` or `s3`.
+    /// Where files (merchant documents, PDFs, identity images) are kept: `auto` (the database
+    /// on PostgreSQL, the data directory on SQLite), `fs`, `database` or `s3`.
     #[arg(
         long,
         env = "IDC_BLOB_STORE",
         value_enum,
-        default_value = "fs",
+        default_value = "auto",
         global = true
     )]
     pub blob_store: BlobStoreKind,
@@ -59,16 +66,24 @@ pub struct BlobArgs {
 
 #[derive(Debug, Clone, Default)]
 pub enum BlobConfig {
-    /// `<data dir>/blobs`.
+    /// The database on PostgreSQL, `<data dir>/blobs` on SQLite (decided by the wiring, which
+    /// knows the backend).
     #[default]
+    Auto,
+    /// `<data dir>/blobs`.
     Fs,
+    /// The database's `blob_objects` and `blob_chunks`.
+    Database,
     S3(idconsent_blob_s3::S3Settings),
 }
 
 impl BlobArgs {
     pub fn resolve(self) -> Result<BlobConfig, ConfigError> {
-        if self.blob_store == BlobStoreKind::Fs {
-            return Ok(BlobConfig::Fs);
+        match self.blob_store {
+            BlobStoreKind::Auto => return Ok(BlobConfig::Auto),
+            BlobStoreKind::Fs => return Ok(BlobConfig::Fs),
+            BlobStoreKind::Database => return Ok(BlobConfig::Database),
+            BlobStoreKind::S3 => {}
         }
         let required = |value: Option<String>, variable: &'static str| {
             value

@@ -361,7 +361,8 @@ impl Config {
                 min_idle: 1,
                 ..DbOptions::default()
             },
-            blobs: BlobConfig::Fs,
+            // As in production: the database on PostgreSQL, the data directory on SQLite.
+            blobs: BlobConfig::Auto,
             // The tests enroll many users from one address (CONTRACT §9: a harness raises both).
             notify: NotifyConfig {
                 send_limits: idconsent_notification::SendLimitSettings {

@@ -4,6 +4,7 @@
 //! `then` line.
 
 mod billing;
+mod blobs;
 mod bridges;
 mod consent;
 mod enduser;
@@ -20,8 +21,6 @@ use std::sync::Arc;
 
 use idconsent_access::GateChain;
 use idconsent_approval::ApprovalRegistry;
-use idconsent_blob_fs::FsBlobStore;
-use idconsent_blob_s3::S3BlobStore;
 use idconsent_consent::ConsentApprovals;
 use idconsent_kernel::BlobStore;
 use idconsent_kernel::{
@@ -39,7 +38,7 @@ use tokio::sync::Notify;
 pub use oauth::OAuthKeys;
 pub use system::SystemStatus;
 
-use crate::config::{BlobConfig, Config, Mode};
+use crate::config::{Config, Mode};
 use crate::context::{AppContext, Wake};
 use crate::http::metrics::Metrics;
 use crate::http::openapi::ApiDocs;
@@ -58,7 +57,8 @@ pub struct Shared {
     pub hasher: Arc<dyn KeyedHash>,
     /// Queues SMS and email; the notifications worker delivers them.
     pub notifier: Arc<Notifier>,
-    /// Uploaded and generated files: the data directory or an S3-compatible store.
+    /// Uploaded and generated files: the database, the data directory or an S3-compatible
+    /// store (ADR 0037).
     pub blobs: Arc<dyn BlobStore>,
     /// What metered actions cost: counted against the merchant's plan quota (billing).
     pub metering: Arc<dyn Metering>,
@@ -130,10 +130,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         vault: Arc::new(AesGcmVault::new(&master)),
         hasher: Arc::new(HmacKeyedHash::new(&master)),
         notifier: notifications.notifier.clone(),
-        blobs: match &config.blobs {
-            BlobConfig::Fs => Arc::new(FsBlobStore::new(config.data_dir.join("blobs"))),
-            BlobConfig::S3(settings) => Arc::new(S3BlobStore::new(settings)?),
-        },
+        blobs: blobs::build(&config, &db, &clock)?,
         metering: billing.metering.clone(),
         config: config.clone(),
         db: db.clone(),

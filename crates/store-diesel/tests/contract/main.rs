@@ -54,6 +54,7 @@ macro_rules! contract_on_both_backends {
 
 mod access;
 mod billing;
+mod blobs;
 mod consent;
 mod enduser;
 mod hosted;

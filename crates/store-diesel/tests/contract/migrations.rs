@@ -61,6 +61,8 @@ macro_rules! select_every_table {
             rate_budgets,
             api_calls,
             invoices,
+            blob_objects,
+            blob_chunks,
         )
     };
 }

@@ -191,7 +191,11 @@ pub fn steps_script(nonce: &str) -> String {
       headers: {{ "Content-Type": "application/json" }},
       body: JSON.stringify(who({{ token: token }}))
     }}).then(function (response) {{
-      return response.ok ? response.blob() : Promise.reject(new Error("HTTP " + response.status));
+      if (response.ok) {{ return response.blob(); }}
+      // The envelope's message says why (a document no longer stored: 410).
+      return response.json().then(function (json) {{
+        throw new Error(json.message || ("HTTP " + response.status));
+      }}, function () {{ throw new Error("HTTP " + response.status); }});
     }}).then(function (pdf) {{
       var url = URL.createObjectURL(pdf), link = $("document"), viewer = $("viewer");
       link.href = url;

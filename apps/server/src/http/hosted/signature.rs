@@ -142,7 +142,8 @@ pub struct SigningTokenBody {
     request_body = SigningTokenBody,
     responses(
         (status = 200, description = "The PDF as uploaded", content_type = "application/pdf", body = Vec<u8>),
-        (status = 401, description = "No live page token", body = ErrorBody)
+        (status = 401, description = "No live page token", body = ErrorBody),
+        (status = 410, description = "The document is no longer stored", body = ErrorBody)
     )
 )]
 #[post("/sign/{id}/document")]

@@ -38,6 +38,12 @@ impl From<SignatureError> for ApiError {
                 retry_after_secs,
             } => ApiError::rate_limited(message, retry_after_secs),
             SignatureError::Unavailable(source) => ApiError::failure(&*source),
+            // A stored file is gone: the caller can do nothing about it and retrying will not
+            // bring it back (410, docs/api-design.md); the operator must know (issue 31 §10).
+            error @ SignatureError::DocumentMissing => {
+                tracing::error!("a signature request's document is missing from the file store");
+                ApiError::gone(error.to_string())
+            }
             other => ApiError::new(other.category(), other.to_string()),
         }
     }
