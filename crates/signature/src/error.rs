@@ -15,6 +15,9 @@ pub enum SignatureError {
     NotFound(&'static str),
     #[error("{0}")]
     Conflict(String),
+    /// Every document parser stayed busy: nothing was read or written (503, `Retry-After`).
+    #[error("Every document parser is busy; retry later")]
+    Busy { retry_after_secs: u64 },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -26,7 +29,7 @@ impl SignatureError {
             SignatureError::Forbidden(_) => ErrorCategory::Forbidden,
             SignatureError::NotFound(_) => ErrorCategory::NotFound,
             SignatureError::Conflict(_) => ErrorCategory::Conflict,
-            SignatureError::Unavailable(_) => ErrorCategory::Internal,
+            SignatureError::Busy { .. } | SignatureError::Unavailable(_) => ErrorCategory::Internal,
         }
     }
 

@@ -12,10 +12,12 @@ use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
 mod documents;
+mod hostile;
 mod page;
 mod validation;
 
 use documents::{flipped_positions, pdf, pdfsig, pdftotext, pyhanko};
+use hostile::hostile_pdfs_are_refused_quickly_while_others_are_served;
 use page::{
     a_signer_declines_and_biometrics_can_be_waived, signers_sign_on_the_hosted_page_with_a_passkey,
 };
@@ -33,6 +35,7 @@ on_both_backends!(
     a_create_is_idempotent,
     signers_sign_on_the_hosted_page_with_a_passkey,
     a_signer_declines_and_biometrics_can_be_waived,
+    hostile_pdfs_are_refused_quickly_while_others_are_served,
 );
 
 pub(super) fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {

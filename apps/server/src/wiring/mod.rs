@@ -111,6 +111,8 @@ pub enum WiringError {
     Reseal(#[from] idconsent_store_diesel::ResealError),
     #[error("document signing identity (IDC_SIGNING_CERT / IDC_SIGNING_KEY): {0}")]
     SigningIdentity(#[from] idconsent_pdf_sign::IdentityError),
+    #[error("PDF parser (IDC_UNTRUSTED_WORKER): {0}")]
+    Parsers(idconsent_untrusted::RunError),
 }
 
 /// Builds every service of the deployment.
@@ -163,7 +165,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let mut approvals = ApprovalRegistry::new();
     approvals.register(consent_approvals.clone())?;
     approvals.register(Arc::new(enduser::device_additions(&shared)))?;
-    let signatures = signature::build(&shared)?;
+    let signatures = signature::build(&shared).await?;
     approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
     let mandates = mandate::build(&shared);
     let identity = identity::build(&shared);

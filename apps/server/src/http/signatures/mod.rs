@@ -33,6 +33,11 @@ impl From<SignatureError> for ApiError {
         match error {
             SignatureError::Invalid(errors) => ApiError::validation(errors),
             SignatureError::TooLarge(limit) => ApiError::payload_too_large(limit),
+            SignatureError::Busy { retry_after_secs } => ApiError::unavailable(
+                "Every document parser is busy; retry later",
+                retry_after_secs,
+            )
+            .with_cause("document_parsers"),
             SignatureError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }
