@@ -5,8 +5,8 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{
-    BlobStore, Clock, Environment, IdGenerator, Metering, Metric, Nudge, QuotaExceeded, Timestamp,
-    ValidationErrors,
+    BlobStore, CalendarDate, Clock, Environment, IdGenerator, Metering, Metric, Nudge,
+    QuotaExceeded, Timestamp, ValidationErrors,
 };
 use idconsent_webhook::{Effects, EventType, Outbox};
 
@@ -19,8 +19,11 @@ use crate::model::{
     CheckResult, Checks, DocumentType, Extraction, Finding, Images, LivenessSignals, Outcome,
     Verification, VerificationStatus,
 };
-use crate::ports::{StoreError, VerificationStore};
+use crate::ports::{DailyCap, StoreError, VerificationStore};
 use crate::verdict::{DocumentRead, Readings, conclude, confidence_of};
+
+/// Sandbox verifications per application per UTC day unless configured otherwise.
+pub const DEFAULT_SANDBOX_DAILY_CAP: u32 = 100;
 
 #[derive(Debug, Clone)]
 pub struct VerificationSettings {
@@ -30,6 +33,9 @@ pub struct VerificationSettings {
     pub analysis_lease: Duration,
     /// Analyses started before a job is given up as `needs_review`.
     pub max_attempts: u32,
+    /// Verifications one application may submit with sandbox keys per UTC day: sandbox work is
+    /// never billed, but each costs the service an analysis (issue 31).
+    pub sandbox_daily_cap: u32,
 }
 
 impl Default for VerificationSettings {
@@ -38,6 +44,7 @@ impl Default for VerificationSettings {
             max_image_bytes: 10 << 20,
             analysis_lease: Duration::from_secs(120),
             max_attempts: 3,
+            sandbox_daily_cap: DEFAULT_SANDBOX_DAILY_CAP,
         }
     }
 }
@@ -202,9 +209,15 @@ impl VerificationService {
             outbox: Vec::new(),
             charges: charge.into_iter().collect(),
         };
+        // Sandbox traffic is never charged, so it is capped per day instead; the count is taken
+        // in the insert's transaction.
+        let cap = (verification.environment == Environment::Sandbox).then(|| DailyCap {
+            day: CalendarDate::of(now),
+            limit: self.settings.sandbox_daily_cap,
+        });
         self.ports
             .store
-            .create(&verification, &effects)
+            .create(&verification, &effects, cap)
             .await
             .map_err(|error| self.store_error(error))?;
         if let Some(nudge) = &self.ports.job_created {
@@ -444,6 +457,10 @@ impl VerificationService {
     fn store_error(&self, error: StoreError) -> VerificationError {
         match error {
             StoreError::Quota(quota) => self.quota(quota),
+            StoreError::DailyCapReached => VerificationError::SandboxCapReached {
+                limit: self.settings.sandbox_daily_cap,
+                retry_after_secs: until_next_utc_day(self.now()),
+            },
             other => other.into(),
         }
     }
@@ -454,6 +471,16 @@ impl VerificationService {
             retry_after_secs: quota.retry_after_secs(self.now()),
         }
     }
+}
+
+/// Seconds from `now` to the next midnight UTC (at least 1).
+fn until_next_utc_day(now: Timestamp) -> u64 {
+    const DAY_MS: i64 = 86_400_000;
+    let millis = now.as_millis();
+    let next = (millis.div_euclid(DAY_MS) + 1) * DAY_MS;
+    u64::try_from((next - millis + 999) / 1000)
+        .unwrap_or(1)
+        .max(1)
 }
 
 fn not_found() -> VerificationError {

@@ -2,6 +2,8 @@
 
 use std::path::{Path, PathBuf};
 
+use super::ConfigError;
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct IdentityArgs {
     /// The directory holding the analysis models (`mrz.traineddata`, put there by
@@ -21,6 +23,15 @@ pub struct IdentityArgs {
     /// runs none here (an API-only process; another process analyses).
     #[arg(long, env = "IDC_IDENTITY_WORKERS", global = true, default_value_t = 1)]
     pub identity_workers: u32,
+    /// Verifications one application may submit with sandbox keys per UTC day (then 429 with
+    /// `Retry-After` until midnight UTC): sandbox analyses are never billed but cost CPU.
+    #[arg(
+        long,
+        env = "IDC_SANDBOX_VERIFICATIONS_PER_DAY",
+        global = true,
+        default_value_t = idconsent_verification::DEFAULT_SANDBOX_DAILY_CAP
+    )]
+    pub sandbox_verifications_per_day: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -28,6 +39,7 @@ pub struct IdentityConfig {
     pub models_dir: PathBuf,
     pub tesseract: PathBuf,
     pub workers: u32,
+    pub sandbox_daily_cap: u32,
 }
 
 impl IdentityConfig {
@@ -37,18 +49,26 @@ impl IdentityConfig {
             models_dir: data_dir.join("models"),
             tesseract: PathBuf::from("tesseract"),
             workers: 1,
+            sandbox_daily_cap: idconsent_verification::DEFAULT_SANDBOX_DAILY_CAP,
         }
     }
 }
 
 impl IdentityArgs {
-    pub fn resolve(self, data_dir: &Path) -> IdentityConfig {
-        IdentityConfig {
+    pub fn resolve(self, data_dir: &Path) -> Result<IdentityConfig, ConfigError> {
+        if self.sandbox_verifications_per_day == 0 {
+            return Err(ConfigError::Invalid {
+                variable: "IDC_SANDBOX_VERIFICATIONS_PER_DAY",
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(IdentityConfig {
             models_dir: self
                 .identity_models_dir
                 .unwrap_or_else(|| data_dir.join("models")),
             tesseract: self.tesseract,
             workers: self.identity_workers.min(64),
-        }
+            sandbox_daily_cap: self.sandbox_verifications_per_day,
+        })
     }
 }

@@ -308,7 +308,7 @@ impl Settings {
         };
         let merchant = self.merchant.resolve(&base_url)?;
         let oauth = self.oauth.resolve(&self.data_dir)?;
-        let identity = self.identity.resolve(&self.data_dir);
+        let identity = self.identity.resolve(&self.data_dir)?;
         Ok(Config {
             mode: self.mode,
             bind: self.bind,

@@ -153,7 +153,7 @@ fn base_url_loses_its_trailing_slash() {
 }
 
 #[test]
-fn the_pdf_parser_children_default_to_this_binary_and_bounded_limits() {
+fn untrusted_input_bounds_have_defaults_and_refuse_nonsense() {
     let dir = tempfile::tempdir().unwrap();
     let data_dir = dir.path().to_str().unwrap();
     let config = settings(&["--data-dir", data_dir]).resolve().unwrap();
@@ -162,6 +162,7 @@ fn the_pdf_parser_children_default_to_this_binary_and_bounded_limits() {
     assert_eq!(config.untrusted.timeout, Duration::from_secs(10));
     assert_eq!(config.untrusted.parallel, 2);
     assert_eq!(config.untrusted.queue_wait, Duration::from_secs(5));
+    assert_eq!(config.identity.sandbox_daily_cap, 100);
     for (flag, value, variable) in [
         ("--untrusted-memory-mib", "0", "IDC_UNTRUSTED_MEMORY_MIB"),
         (

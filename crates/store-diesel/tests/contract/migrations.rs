@@ -61,6 +61,7 @@ macro_rules! select_every_table {
             rate_budgets,
             api_calls,
             invoices,
+            identity_sandbox_days,
         )
     };
 }
