@@ -217,8 +217,9 @@ impl TestApp {
 
 /// The PDF parser child for in-process servers (ADR 0036): `IDC_TEST_UNTRUSTED_WORKER` if set,
 /// else a binary cargo built next to the test binary (in `target/<profile>/`, one level above
-/// the test's `deps/`): `idconsent-test-worker` (built with this package's tests), or the
-/// `idconsent` binary (built with the server's tests, which use this harness too).
+/// the test's `deps/`): `idconsent-test-worker` (built with this package's tests) or the
+/// `idconsent` binary (built with the server's tests, which use this harness too), the newer of
+/// the two when both are there, so that a stale one from an earlier build is not used.
 pub fn untrusted_worker() -> PathBuf {
     if let Some(path) = std::env::var_os("IDC_TEST_UNTRUSTED_WORKER") {
         return PathBuf::from(path);
@@ -231,15 +232,22 @@ pub fn untrusted_worker() -> PathBuf {
     if dir.ends_with("deps") {
         dir.pop();
     }
-    let candidates = ["idconsent-test-worker", "idconsent"].map(|name| dir.join(name));
-    let found = candidates.iter().find(|path| path.is_file());
-    found.cloned().unwrap_or_else(|| {
-        panic!(
-            "no PDF parser worker in {}: build one with `cargo build -p idconsent-e2e --bin \
-             idconsent-test-worker`, or set IDC_TEST_UNTRUSTED_WORKER",
-            dir.display()
-        )
-    })
+    ["idconsent-test-worker", "idconsent"]
+        .map(|name| dir.join(name))
+        .into_iter()
+        .filter_map(|path| {
+            let built = std::fs::metadata(&path).ok()?.modified().ok()?;
+            Some((built, path))
+        })
+        .max()
+        .map(|(_, path)| path)
+        .unwrap_or_else(|| {
+            panic!(
+                "no PDF parser worker in {}: build one with `cargo build -p idconsent-e2e --bin \
+                 idconsent-test-worker`, or set IDC_TEST_UNTRUSTED_WORKER",
+                dir.display()
+            )
+        })
 }
 
 /// A held SQLite write lock ([`TestApp::hold_write_lock`]); `release` (or drop) lets go.

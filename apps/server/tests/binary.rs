@@ -492,7 +492,10 @@ async fn a_hostile_pdf_leaves_the_server_within_its_memory_bound(backend: idcons
         "answered after {elapsed:?}"
     );
     let peak_mib = peak.unwrap() >> 10;
-    eprintln!("hostile PDF: {status} after {elapsed:?}; the server's peak RSS {peak_mib} MiB");
+    eprintln!(
+        "hostile PDF of {} bytes: {status} after {elapsed:?}; the server's peak RSS {peak_mib} MiB",
+        bomb.len()
+    );
     assert!(
         peak_mib < SERVER_PEAK_RSS_MIB,
         "the server's peak RSS was {peak_mib} MiB"

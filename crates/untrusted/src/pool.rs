@@ -229,6 +229,8 @@ impl ChildPool {
         const SIGKILL: i32 = 9;
         const SIGXCPU: i32 = 24;
         match status.signal() {
+            // SIGKILL: the CPU limit's hard edge (the wall-clock kill is judged before this),
+            // or the kernel's OOM killer, which the address-space limit should make rare.
             Some(SIGXCPU) | Some(SIGKILL) => Err(RunError::TimedOut(self.settings.timeout)),
             Some(signal) => Err(RunError::Crashed(format!("signal {signal}: {errors}"))),
             None if status.code() == Some(i32::from(crate::worker::NOT_A_WORKER)) => {

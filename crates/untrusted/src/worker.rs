@@ -77,7 +77,9 @@ fn ping(_: &[u8]) -> Result<Vec<u8>, String> {
 /// beyond what the process maps now (its executable, libraries, stack and the allocator's
 /// first small arena), so the budget means the same whatever the executable's size.
 fn limit_self(memory: u64, seconds: u64) -> Result<(), String> {
-    // A child whose parent died (killed, crashed) must not run on unobserved.
+    // A child whose parent died (killed, crashed) must not run on unobserved. (Linux sends it
+    // when the thread that started the child ends: the server starts children from its HTTP
+    // worker threads, which live as long as it does.)
     rustix::process::set_parent_process_death_signal(Some(Signal::KILL))
         .map_err(|error| format!("parent-death signal: {error}"))?;
     let mapped = mapped_bytes().ok_or("cannot read /proc/self/status")?;
