@@ -68,6 +68,8 @@ if [ "$NODES" != 1 ] && { [ "$NODES" != 2 ] || [ -z "${POSTGRES_URL:-}" ]; }; th
 fi
 MEASURE_FLAG=${MEASURE_FLAG-/tmp/idc-measuring}
 export IDC_HTTP_WORKERS=${IDC_HTTP_WORKERS:-1}
+# The load runs on a sandbox key: lift the daily cap on sandbox verifications (docs/identity.md).
+export IDC_SANDBOX_VERIFICATIONS_PER_DAY=${IDC_SANDBOX_VERIFICATIONS_PER_DAY:-1000000000}
 
 if [ -z "${SKIP_BUILD:-}" ]; then
   echo "==> building the release binary and the load generator"

@@ -12,6 +12,7 @@ mod gates;
 mod hosted;
 mod hosted_browser;
 mod identity;
+mod identity_bounds;
 mod identity_images;
 mod identity_liveness;
 mod invitations;

@@ -75,6 +75,7 @@ impl TestApp {
         );
         config.clock = Some(clock.clone());
         config.identity.models_dir = identity::models_dir();
+        config.untrusted.worker = untrusted_worker();
         adjust(&mut config);
         let server = idconsent_server::start(config).await.unwrap();
         Some(Self {
@@ -186,6 +187,7 @@ impl TestApp {
         );
         config.clock = Some(self.clock.clone());
         config.identity.models_dir = identity::models_dir();
+        config.untrusted.worker = untrusted_worker();
         adjust(&mut config);
         idconsent_server::start(config).await.unwrap()
     }
@@ -276,6 +278,41 @@ impl SecondServer {
     pub async fn stop(self) {
         self.server.stop().await;
     }
+}
+
+/// The PDF parser child for in-process servers (ADR 0036): `IDC_TEST_UNTRUSTED_WORKER` if set,
+/// else a binary cargo built next to the test binary (in `target/<profile>/`, one level above
+/// the test's `deps/`): `idconsent-test-worker` (built with this package's tests) or the
+/// `idconsent` binary (built with the server's tests, which use this harness too), the newer of
+/// the two when both are there, so that a stale one from an earlier build is not used.
+pub fn untrusted_worker() -> PathBuf {
+    if let Some(path) = std::env::var_os("IDC_TEST_UNTRUSTED_WORKER") {
+        return PathBuf::from(path);
+    }
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut dir = exe
+        .parent()
+        .expect("the test binary's directory")
+        .to_path_buf();
+    if dir.ends_with("deps") {
+        dir.pop();
+    }
+    ["idconsent-test-worker", "idconsent"]
+        .map(|name| dir.join(name))
+        .into_iter()
+        .filter_map(|path| {
+            let built = std::fs::metadata(&path).ok()?.modified().ok()?;
+            Some((built, path))
+        })
+        .max()
+        .map(|(_, path)| path)
+        .unwrap_or_else(|| {
+            panic!(
+                "no PDF parser worker in {}: build one with `cargo build -p idconsent-e2e --bin \
+                 idconsent-test-worker`, or set IDC_TEST_UNTRUSTED_WORKER",
+                dir.display()
+            )
+        })
 }
 
 /// A held SQLite write lock ([`TestApp::hold_write_lock`]); `release` (or drop) lets go.

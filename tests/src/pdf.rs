@@ -1,4 +1,7 @@
-//! Valid test PDFs of any page count and size (signature tests and the load generator).
+//! Valid test PDFs of any page count and size (signature tests and the load generator), and
+//! hostile ones.
+
+pub use idconsent_pdf_sign::fixtures::{deflate_bomb, object_stream_bomb};
 
 /// A small valid PDF with `pages` pages and the given extra trailer entries, its xref table
 /// computed from the actual offsets.

@@ -1,5 +1,6 @@
 //! The `idconsent` command line.
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::process::ExitCode;
 
@@ -102,8 +103,19 @@ pub enum MerchantCommand {
     },
 }
 
+/// The hidden `untrusted-worker` subcommand (ADR 0036): this binary as a child the server
+/// started to parse one upload under limits. Nothing else runs first — no configuration, no
+/// logging, no runtime — so the child holds no secret and limits itself before reading input.
+pub fn untrusted_worker(args: &[OsString]) -> ExitCode {
+    idconsent_untrusted::worker::main(args, idconsent_pdf_sign::JOBS)
+}
+
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    if idconsent_untrusted::worker::is_worker_invocation(&args) {
+        return untrusted_worker(&args);
+    }
+    let cli = Cli::parse_from(args);
     let config = match cli.settings.resolve() {
         Ok(config) => config,
         Err(error) => {

@@ -393,3 +393,123 @@ async fn a_backlog_survives_sigkill_and_is_delivered_after_restart() {
     let _ = second.wait();
     app.stop().await;
 }
+
+/// A field of `/proc/<pid>/status` in KiB (`VmRSS`, `VmHWM`), `None` once the process is gone.
+fn status_kib(pid: u32, field: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()
+}
+
+/// The server process's peak resident memory while a hostile PDF is parsed (docs/security.md,
+/// "PDF parsing"). The parse itself happens in a child process with its own limits.
+const SERVER_PEAK_RSS_MIB: u64 = 200;
+
+/// Issue 31, item 1: a 10 KiB PDF whose object stream repeats one offset 2,048 times over a
+/// 1 MiB string (2 GiB for a parser that reads each pair on its own) gets 422 quickly, and the
+/// server's own peak RSS stays under [`SERVER_PEAK_RSS_MIB`]. A watchdog kills the server
+/// early if it passes 1 GiB, so a regression costs the machine no more than that.
+async fn a_hostile_pdf_leaves_the_server_within_its_memory_bound(backend: idconsent_e2e::Backend) {
+    use idconsent_e2e::TestApp;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let Some(app) = TestApp::start(backend).await else {
+        return;
+    };
+    let merchant = app.register_merchant().await;
+    let application = app.application(&merchant).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut command = idconsent(dir.path(), app.database_url());
+    command.env(
+        "IDC_MASTER_KEY",
+        "BwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwcHBwc=",
+    );
+    let (server, address, _logs) = serve(command);
+    let pid = server.id();
+
+    let done = Arc::new(AtomicBool::new(false));
+    let killed_at = Arc::new(std::sync::Mutex::new(None::<u64>));
+    let watchdog = {
+        let (done, killed_at) = (done.clone(), killed_at.clone());
+        std::thread::spawn(move || {
+            while !done.load(Ordering::SeqCst) {
+                match status_kib(pid, "VmRSS") {
+                    Some(rss) if rss > 1 << 20 => {
+                        let _ = Command::new("kill")
+                            .args(["-KILL", &pid.to_string()])
+                            .status();
+                        *killed_at.lock().unwrap() = Some(rss >> 10);
+                        return;
+                    }
+                    Some(_) => std::thread::sleep(Duration::from_millis(5)),
+                    None => return,
+                }
+            }
+        })
+    };
+
+    let bomb = idconsent_e2e::pdf::object_stream_bomb(2048, 1 << 20);
+    assert!(bomb.len() < 16 << 10, "{} bytes", bomb.len());
+    let body = serde_json::to_vec(&serde_json::json!({
+        "document": base64::Engine::encode(&base64::engine::general_purpose::STANDARD, &bomb),
+        "signers": [{"email": "ann@example.com", "name": "Ann"}],
+    }))
+    .unwrap();
+    let started = std::time::Instant::now();
+    let answer = app
+        .signed_to(
+            &format!("http://{address}"),
+            reqwest::Method::POST,
+            "/v1/signature/documents",
+            &application.sandbox_key,
+            &application.secret,
+            &body,
+            app.signing_millis(),
+        )
+        .send()
+        .await;
+    let elapsed = started.elapsed();
+    let peak = status_kib(pid, "VmHWM");
+    done.store(true, Ordering::SeqCst);
+    watchdog.join().unwrap();
+    if let Some(rss) = *killed_at.lock().unwrap() {
+        panic!("the server passed 1 GiB of resident memory ({rss} MiB) and was killed");
+    }
+    let answer = answer.unwrap();
+    let status = answer.status().as_u16();
+    let refused: serde_json::Value = answer.json().await.unwrap();
+    assert_eq!(status, 422, "{refused}");
+    assert_eq!(refused["details"][0]["field"], "document", "{refused}");
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "answered after {elapsed:?}"
+    );
+    let peak_mib = peak.unwrap() >> 10;
+    eprintln!(
+        "hostile PDF of {} bytes: {status} after {elapsed:?}; the server's peak RSS {peak_mib} MiB",
+        bomb.len()
+    );
+    assert!(
+        peak_mib < SERVER_PEAK_RSS_MIB,
+        "the server's peak RSS was {peak_mib} MiB"
+    );
+    drop(server);
+    app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_pdf_leaves_the_server_within_its_memory_bound_on_sqlite() {
+    a_hostile_pdf_leaves_the_server_within_its_memory_bound(idconsent_e2e::Backend::Sqlite).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hostile_pdf_leaves_the_server_within_its_memory_bound_on_postgres() {
+    a_hostile_pdf_leaves_the_server_within_its_memory_bound(idconsent_e2e::Backend::Postgres).await;
+}

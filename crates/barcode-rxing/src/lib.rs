@@ -1,13 +1,13 @@
 //! The PDF417 reader ([`BarcodeReader`]) on rxing. The photo is decoded within the image
 //! adapter's bounds, turned grey and handed to the PDF417 detector (trying harder, and once more
 //! on a half-size copy, which helps with photos much larger than the symbol needs). Runs on
-//! tokio's blocking pool.
+//! tokio's blocking pool under one of the image adapter's decode permits.
 
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 
 use async_trait::async_trait;
-use idconsent_image_analysis::decode;
+use idconsent_image_analysis::{decode, with_decode_permit};
 use idconsent_verification::{AnalysisError, BarcodeReader};
 use image::imageops::FilterType;
 use rxing::{BarcodeFormat, DecodeHints, Exceptions};
@@ -55,8 +55,7 @@ pub fn read(bytes: &[u8]) -> Result<Option<String>, AnalysisError> {
 impl BarcodeReader for RxingPdf417 {
     async fn read_pdf417(&self, image: &[u8]) -> Result<Option<String>, AnalysisError> {
         let bytes = image.to_vec();
-        tokio::task::spawn_blocking(move || read(&bytes))
-            .await
-            .map_err(|error| AnalysisError::Failed(error.to_string()))?
+        // The reader decodes the upload: it holds one of the process's decode permits.
+        with_decode_permit(move || read(&bytes)).await?
     }
 }

@@ -104,3 +104,15 @@ pub fn blurred(seed: u64) -> Vec<u8> {
         .unwrap();
     out.into_inner()
 }
+
+/// A PNG of any shape, black and white stripes eight pixels wide across it (half of it ink to
+/// an OCR clean-up): the shape of hostile uploads (issue 31: 64 × 8192).
+pub fn stripes(width: u32, height: u32) -> Vec<u8> {
+    let image = RgbImage::from_fn(width, height, |x, y| {
+        let ink = ((x + y) / 8) % 2 == 0;
+        image::Rgb(if ink { [0, 0, 0] } else { [255, 255, 255] })
+    });
+    let mut out = std::io::Cursor::new(Vec::new());
+    image.write_to(&mut out, ImageFormat::Png).unwrap();
+    out.into_inner()
+}

@@ -1,7 +1,8 @@
 //! The image adapter of identity verification ([`ImageAnalyzer`]): decodes uploads with the
 //! `image` crate inside fixed bounds and measures the liveness signals of
 //! [`idconsent_verification::liveness`]. Decoding and measuring run on tokio's blocking pool,
-//! never on a request's worker thread.
+//! never on a request's worker thread, holding one of the process's decode permits
+//! ([`with_decode_permit`]).
 
 mod jpeg;
 mod signals;
@@ -24,6 +25,11 @@ pub const MIN_SIDE: u32 = 64;
 /// The most pixels accepted (a 40-megapixel camera): a small compressed file can claim a huge
 /// canvas, and each decode holds it in memory.
 pub const MAX_PIXELS: u64 = 40_000_000;
+
+/// The longest side over the shortest accepted: any photo of a document, a face or a licence
+/// back is well inside it; a strip of 64 × 8192 pixels is not, and would become hundreds of
+/// megapixels once scaled to the width the OCR reads.
+pub const MAX_ASPECT_RATIO: u32 = 4;
 
 /// Decodes at once in this process, whatever the number of requests: each may hold up to
 /// `MAX_PIXELS` × 4 bytes, so a flood of uploads queues here instead of exhausting memory.
@@ -68,6 +74,11 @@ pub fn decode(bytes: &[u8]) -> Result<(DynamicImage, ImageFormat), ImageRejectio
     if u64::from(width) * u64::from(height) > MAX_PIXELS {
         return Err(ImageRejection::TooManyPixels { max: MAX_PIXELS });
     }
+    if width.max(height) > height.min(width).saturating_mul(MAX_ASPECT_RATIO) {
+        return Err(ImageRejection::ExtremeShape {
+            max_ratio: MAX_ASPECT_RATIO,
+        });
+    }
     let mut limits = Limits::default();
     limits.max_image_width = Some(MAX_SIDE);
     limits.max_image_height = Some(MAX_SIDE);
@@ -78,7 +89,10 @@ pub fn decode(bytes: &[u8]) -> Result<(DynamicImage, ImageFormat), ImageRejectio
     Ok((image, format))
 }
 
-async fn blocking<T: Send + 'static>(
+/// Runs `work`, which decodes an upload, on tokio's blocking pool while holding one of this
+/// process's decode permits: every decoder of the identity adapters (this one, the OCR
+/// clean-up, the PDF417 reader) takes one, so at most four decoded images exist at once.
+pub async fn with_decode_permit<T: Send + 'static>(
     work: impl FnOnce() -> T + Send + 'static,
 ) -> Result<T, AnalysisError> {
     let _permit = DECODES
@@ -94,7 +108,7 @@ async fn blocking<T: Send + 'static>(
 impl ImageAnalyzer for ImageAnalysis {
     async fn inspect(&self, bytes: &[u8]) -> Result<ImageFacts, ImageRejection> {
         let bytes = bytes.to_vec();
-        blocking(move || {
+        with_decode_permit(move || {
             decode(&bytes).map(|(image, format)| ImageFacts {
                 format,
                 width: image.width(),
@@ -107,7 +121,7 @@ impl ImageAnalyzer for ImageAnalysis {
 
     async fn liveness_signals(&self, image: &[u8]) -> Result<LivenessSignals, AnalysisError> {
         let bytes = image.to_vec();
-        blocking(move || {
+        with_decode_permit(move || {
             let (image, format) =
                 decode(&bytes).map_err(|error| AnalysisError::Failed(error.to_string()))?;
             let quality = match format {

@@ -4,7 +4,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use idconsent_image_analysis::fixtures::{blank, blurred, encode, natural, print, scene, screen};
+use idconsent_image_analysis::fixtures::{
+    blank, blurred, encode, natural, print, scene, screen, stripes,
+};
 use idconsent_image_analysis::{ImageAnalysis, MAX_SIDE};
 use idconsent_verification::liveness::{FacePresence, LivenessReason, SpoofType, judge};
 use idconsent_verification::{CheckResult, ImageAnalyzer, ImageRejection};
@@ -118,6 +120,16 @@ async fn only_whole_images_within_bounds_are_accepted() {
         ImageAnalysis.inspect(&tiny).await,
         Err(ImageRejection::TooSmall { min: 64 })
     );
+    // Strips (issue 31): within every other bound, refused for their shape; 4:1 still passes.
+    for (width, height) in [(64, 8192), (8192, 64), (257, 1029)] {
+        assert_eq!(
+            ImageAnalysis.inspect(&stripes(width, height)).await,
+            Err(ImageRejection::ExtremeShape { max_ratio: 4 }),
+            "{width}x{height}"
+        );
+    }
+    assert!(ImageAnalysis.inspect(&stripes(256, 1024)).await.is_ok());
+    assert!(ImageAnalysis.inspect(&stripes(1024, 256)).await.is_ok());
 }
 
 #[tokio::test]

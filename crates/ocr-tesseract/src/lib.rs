@@ -4,9 +4,10 @@
 //! process per read keeps C code out of the server's address space (a crash on a hostile image
 //! costs one read, not the server) at the price of loading the model each time (ADR 0030).
 //!
-//! Before OCR the image is cleaned up here: scaled to a known width, cut to its lower part
-//! (where both passport and ID-card zones sit), straightened by the projection-profile method
-//! and binarised (Otsu).
+//! Before OCR the image is cleaned up here: cut to its lower part (where both passport and
+//! ID-card zones sit), scaled to a known width (never up more than 2×), straightened by the
+//! projection-profile method on a small copy and binarised (Otsu), within a memory bound for
+//! any accepted upload (docs/security.md, "Image preparation").
 
 mod prepare;
 
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use idconsent_image_analysis::with_decode_permit;
 use idconsent_verification::{AnalysisError, ModelUsed, MrzReader};
 use tokio::io::AsyncWriteExt;
 use tokio::process::Command;
@@ -130,9 +132,9 @@ impl TesseractMrz {
 impl MrzReader for TesseractMrz {
     async fn read_mrz(&self, image: &[u8]) -> Result<String, AnalysisError> {
         let bytes = image.to_vec();
-        let png = tokio::task::spawn_blocking(move || prepare(&bytes))
-            .await
-            .map_err(|error| AnalysisError::Failed(error.to_string()))?
+        // The clean-up decodes the upload: it holds one of the process's decode permits.
+        let png = with_decode_permit(move || prepare(&bytes))
+            .await?
             .map_err(|error| AnalysisError::Failed(error.to_string()))?;
         self.ocr(png).await
     }

@@ -3,27 +3,46 @@
 
 use idconsent_image_analysis::decode;
 use idconsent_verification::ImageRejection;
-use image::imageops::FilterType;
+use image::imageops::{FilterType, resize};
 use image::{GrayImage, Luma};
 
-/// The width the page is scaled to: a 44-character line then has characters about 25 pixels
+/// The width the zone is scaled to: a 44-character line then has characters about 25 pixels
 /// wide, where the MRZ model reads best.
 const PAGE_WIDTH: u32 = 1_400;
+/// Enlarging adds no detail: a small photo is scaled up at most this much (so the working
+/// image is at most twice the upload's sides, whatever its shape).
+const MAX_UPSCALE: f64 = 2.0;
 /// The share of the page, from the bottom, where the zone sits.
 const ZONE_SHARE: f64 = 0.45;
 /// The steepest tilt straightened, in degrees.
 const MAX_TILT: f64 = 8.0;
+/// The tilt is measured on a copy at most this wide: the angle does not depend on the scale,
+/// and the search then costs a bounded number of pixels whatever the upload.
+const TILT_WIDTH: u32 = 700;
 
-/// Decodes, scales, crops, straightens and binarises `bytes`; a PNG.
+/// Decodes, crops, scales, straightens and binarises `bytes`; a PNG.
+///
+/// Bounded for any upload the decoder accepts (at most 40 megapixels, sides at most 4:1): the
+/// decoded image is turned grey and cut to its lower part before scaling, the zone is scaled
+/// to [`PAGE_WIDTH`] but never up more than [`MAX_UPSCALE`], and the tilt search reads a copy
+/// at most [`TILT_WIDTH`] wide (docs/security.md, "Image preparation").
 pub fn prepare(bytes: &[u8]) -> Result<Vec<u8>, ImageRejection> {
     let (image, _) = decode(bytes)?;
-    let scaled = image.resize(PAGE_WIDTH, u32::MAX, FilterType::CatmullRom);
-    let grey = scaled.to_luma8();
+    let grey = image.to_luma8();
+    drop(image);
     let top = ((1.0 - ZONE_SHARE) * f64::from(grey.height())) as u32;
     let zone =
         image::imageops::crop_imm(&grey, 0, top, grey.width(), grey.height() - top).to_image();
-    let threshold = otsu(&zone);
-    let angle = tilt(&zone, threshold);
+    drop(grey);
+    let scale = (f64::from(PAGE_WIDTH) / f64::from(zone.width())).min(MAX_UPSCALE);
+    let scaled = |side: u32| ((f64::from(side) * scale).round() as u32).max(1);
+    let zone = resize(
+        &zone,
+        scaled(zone.width()),
+        scaled(zone.height()),
+        FilterType::CatmullRom,
+    );
+    let angle = tilt_of(&zone);
     let level = if angle.abs() < 0.25 {
         zone
     } else {
@@ -39,6 +58,22 @@ pub fn prepare(bytes: &[u8]) -> Result<Vec<u8>, ImageRejection> {
     page.write_to(&mut png, image::ImageFormat::Png)
         .map_err(|_| ImageRejection::NotAnImage)?;
     Ok(png.into_inner())
+}
+
+/// The zone's tilt in degrees, measured on a copy at most [`TILT_WIDTH`] wide.
+fn tilt_of(zone: &GrayImage) -> f64 {
+    if zone.width() <= TILT_WIDTH {
+        return tilt(zone, otsu(zone));
+    }
+    let height =
+        (u64::from(zone.height()) * u64::from(TILT_WIDTH) / u64::from(zone.width())).max(1);
+    let small = resize(
+        zone,
+        TILT_WIDTH,
+        u32::try_from(height).unwrap_or(u32::MAX),
+        FilterType::Triangle,
+    );
+    tilt(&small, otsu(&small))
 }
 
 /// Otsu's threshold: the grey level that best separates ink from paper.
@@ -76,10 +111,11 @@ fn otsu(image: &GrayImage) -> u8 {
 /// The tilt (degrees) at which the ink's row profile is sharpest: text lines then fall into
 /// few rows and the gaps between them into none.
 fn tilt(image: &GrayImage, threshold: u8) -> f64 {
-    let ink: Vec<(f64, f64)> = image
+    // At most TILT_WIDTH × (its height) points, four bytes each.
+    let ink: Vec<(u16, u16)> = image
         .enumerate_pixels()
         .filter(|(_, _, pixel)| pixel.0[0] < threshold)
-        .map(|(x, y, _)| (f64::from(x), f64::from(y)))
+        .filter_map(|(x, y, _)| Some((u16::try_from(x).ok()?, u16::try_from(y).ok()?)))
         .collect();
     if ink.is_empty() {
         return 0.0;
@@ -93,8 +129,8 @@ fn tilt(image: &GrayImage, threshold: u8) -> f64 {
     while angle <= MAX_TILT {
         let (sin, cos) = angle.to_radians().sin_cos();
         let mut profile = vec![0u32; rows];
-        for (x, y) in &ink {
-            let row = (y * cos - x * sin + offset).round();
+        for &(x, y) in &ink {
+            let row = (f64::from(y) * cos - f64::from(x) * sin + offset).round();
             if row >= 0.0 && (row as usize) < rows {
                 profile[row as usize] += 1;
             }

@@ -2,12 +2,10 @@
 //! incremental update, the embedded font and the CMS signature (docs/performance.md).
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
-use std::sync::Arc;
-
 use criterion::{Criterion, criterion_group, criterion_main};
 use idconsent_kernel::id::{ApplicationId, SignatureRequestId, TypedId};
 use idconsent_kernel::{EmailAddress, Environment, Timestamp};
-use idconsent_pdf_sign::{PadesCertificateMaker, SigningIdentity};
+use idconsent_pdf_sign::{SigningIdentity, certify_in_process};
 use idconsent_signature::{Evidence, RequestStatus, SignatureRequest, Signer, SignerStatus};
 use lopdf::{Document, Object, Stream, dictionary};
 
@@ -91,14 +89,12 @@ fn completed(document: &[u8], pages: u32) -> SignatureRequest {
 
 fn certify(c: &mut Criterion) {
     let dir = tempfile::tempdir().unwrap();
-    let maker = PadesCertificateMaker::new(Arc::new(
-        SigningIdentity::load_or_create_in(dir.path()).unwrap(),
-    ));
+    let identity = SigningIdentity::load_or_create_in(dir.path()).unwrap();
     for pages in [1usize, 50] {
         let original = pdf(pages);
         let request = completed(&original, pages as u32);
         c.bench_function(&format!("certify {pages}-page PDF"), |b| {
-            b.iter(|| maker.certify_blocking(&original, &request).unwrap())
+            b.iter(|| certify_in_process(&identity, &original, &request).unwrap())
         });
     }
 }

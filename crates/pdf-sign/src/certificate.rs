@@ -5,15 +5,20 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_signature::{CertificateError, CertificateMaker, SignatureRequest};
+use idconsent_untrusted::{ChildPool, RunError};
 use lopdf::content::{Content, Operation};
 use lopdf::{Dictionary, Document, IncrementalDocument, Object, ObjectId, Stream, dictionary};
+use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::audit_page::{LINES_PER_PAGE, audit_lines};
 use crate::cms::signed_data;
 use crate::font::EmbeddedFont;
 use crate::identity::SigningIdentity;
+use crate::jobs::{CERTIFY, CertifyAnswer, frame};
 
 /// Room for the DER CMS in `/Contents` (hex doubles it in the file): a certificate chain of a
 /// few KiB fits with margin.
@@ -21,25 +26,29 @@ const CONTENTS_BYTES: usize = 8192;
 /// Ten digits per offset, written in place once the file is laid out.
 const BYTE_RANGE_PLACEHOLDER: [i64; 4] = [0, 9_999_999_999, 9_999_999_999, 9_999_999_999];
 
-/// Makes certificates signed by one identity.
+/// Makes certificates signed by one identity. The upload is parsed and extended in a child
+/// process ([`ChildPool`]); the digest and the signature are made here, so the key never
+/// leaves this process and the child sees only the upload and the audit text.
 #[derive(Debug, Clone)]
 pub struct PadesCertificateMaker {
     identity: Arc<SigningIdentity>,
+    pool: ChildPool,
 }
 
 impl PadesCertificateMaker {
-    pub fn new(identity: Arc<SigningIdentity>) -> Self {
-        Self { identity }
+    pub fn new(identity: Arc<SigningIdentity>, pool: ChildPool) -> Self {
+        Self { identity, pool }
     }
+}
 
-    /// [`CertificateMaker::certify`] on the calling thread (benchmarks).
-    pub fn certify_blocking(
-        &self,
-        original: &[u8],
-        request: &SignatureRequest,
-    ) -> Result<Vec<u8>, CertificateError> {
-        certify(&self.identity, original, request).map_err(certificate_error)
-    }
+/// The certificate of `request` over `original`, parsed on the calling thread: for trusted
+/// documents only (benchmarks, tests).
+pub fn certify_in_process(
+    identity: &SigningIdentity,
+    original: &[u8],
+    request: &SignatureRequest,
+) -> Result<Vec<u8>, CertificateError> {
+    certify(identity, original, request).map_err(certificate_error)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -50,7 +59,7 @@ pub(crate) enum MakeError {
     Write(#[from] std::io::Error),
     #[error("the document has no page tree")]
     NoPageTree,
-    #[error("the {0} placeholder is not in the file exactly once")]
+    #[error("the {0} placeholder is not in the update exactly once")]
     Placeholder(&'static str),
     #[error("the CMS signature ({0} bytes) does not fit its placeholder")]
     TooLarge(usize),
@@ -58,10 +67,35 @@ pub(crate) enum MakeError {
     Cms(#[from] crate::cms::CmsError),
     #[error(transparent)]
     Font(#[from] crate::font::FontError),
+    #[error("the update does not extend the upload")]
+    NotAnExtension,
+    #[error("the document parser: {0}")]
+    Child(String),
 }
 
 fn certificate_error(error: impl Into<MakeError>) -> CertificateError {
-    CertificateError(Box::new(error.into()))
+    CertificateError::Failed(Box::new(error.into()))
+}
+
+/// What the child needs to write the update: the audit text and the signature dictionary's
+/// words, made here from the request (trusted data).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(crate) struct AuditText {
+    pub request_id: String,
+    /// `D:YYYYMMDDHHmmSSZ`.
+    pub date: String,
+    pub lines: Vec<String>,
+}
+
+impl AuditText {
+    pub(crate) fn of(request: &SignatureRequest) -> Self {
+        Self {
+            request_id: request.id.to_string(),
+            date: pdf_date(request),
+            lines: audit_lines(request),
+        }
+    }
 }
 
 #[async_trait]
@@ -71,24 +105,60 @@ impl CertificateMaker for PadesCertificateMaker {
         original: &[u8],
         request: &SignatureRequest,
     ) -> Result<Vec<u8>, CertificateError> {
-        certify(&self.identity, original, request).map_err(certificate_error)
+        let header = serde_json::to_vec(&AuditText::of(request))
+            .map_err(|error| certificate_error(MakeError::Child(error.to_string())))?;
+        let answer = match self.pool.run(CERTIFY, &[&frame(&header), original]).await {
+            Ok(answer) => answer,
+            Err(RunError::Busy { retry_after, .. }) => {
+                return Err(CertificateError::Busy {
+                    retry_after_secs: retry_after.as_secs().max(1),
+                });
+            }
+            Err(error) => return Err(certificate_error(MakeError::Child(error.to_string()))),
+        };
+        let update = match serde_json::from_slice::<CertifyAnswer>(&answer) {
+            Ok(CertifyAnswer::Update(update)) => BASE64
+                .decode(update)
+                .map_err(|error| certificate_error(MakeError::Child(error.to_string())))?,
+            Ok(CertifyAnswer::Failed(reason)) => {
+                return Err(certificate_error(MakeError::Child(reason)));
+            }
+            Err(error) => return Err(certificate_error(MakeError::Child(error.to_string()))),
+        };
+        let mut pdf = Vec::with_capacity(original.len() + update.len());
+        pdf.extend_from_slice(original);
+        pdf.extend_from_slice(&update);
+        sign_in_place(&self.identity, &mut pdf, original.len()).map_err(certificate_error)?;
+        Ok(pdf)
     }
 }
 
-/// The signed certificate of `request` over `original`.
+/// The signed certificate of `request` over `original`, all in this process.
 pub(crate) fn certify(
     identity: &SigningIdentity,
     original: &[u8],
     request: &SignatureRequest,
 ) -> Result<Vec<u8>, MakeError> {
-    let mut pdf = incremental_update(original, request)?;
-    sign_in_place(identity, &mut pdf)?;
+    let mut pdf = original.to_vec();
+    pdf.extend(update(original, &AuditText::of(request))?);
+    sign_in_place(identity, &mut pdf, original.len())?;
     Ok(pdf)
 }
 
+/// The bytes that follow `original` in the certificate: the incremental update with the audit
+/// pages, the signature field (its `/Contents` and `/ByteRange` placeholders) and the AcroForm.
+/// Parses `original`: runs in the child.
+pub(crate) fn update(original: &[u8], text: &AuditText) -> Result<Vec<u8>, MakeError> {
+    let whole = incremental_update(original, text)?;
+    match whole.strip_prefix(original) {
+        Some(update) => Ok(update.to_vec()),
+        None => Err(MakeError::NotAnExtension),
+    }
+}
+
 /// `original` followed by the update: audit pages, signature field, AcroForm.
-fn incremental_update(original: &[u8], request: &SignatureRequest) -> Result<Vec<u8>, MakeError> {
-    let previous = Document::load_mem(original)?;
+fn incremental_update(original: &[u8], text: &AuditText) -> Result<Vec<u8>, MakeError> {
+    let previous = crate::inspect::load(original)?;
     let catalog_id = previous
         .trailer
         .get(b"Root")
@@ -111,14 +181,14 @@ fn incremental_update(original: &[u8], request: &SignatureRequest) -> Result<Vec
     }
     let document = &mut update.new_document;
 
-    let added = add_audit_pages(document, pages_id, request)?;
+    let added = add_audit_pages(document, pages_id, &text.lines)?;
     let last_page = *added.last().ok_or(MakeError::NoPageTree)?;
-    let signature_id = document.add_object(signature_dictionary(request));
+    let signature_id = document.add_object(signature_dictionary(text));
     let widget_id = document.add_object(dictionary! {
         "Type" => "Annot",
         "Subtype" => "Widget",
         "FT" => "Sig",
-        "T" => Object::string_literal(format!("Signature {}", request.id)),
+        "T" => Object::string_literal(format!("Signature {}", text.request_id)),
         "V" => signature_id,
         // Invisible and printable: a zero rectangle, flags Print (4) + Locked (128).
         "Rect" => vec![0.into(), 0.into(), 0.into(), 0.into()],
@@ -158,17 +228,17 @@ fn incremental_update(original: &[u8], request: &SignatureRequest) -> Result<Vec
     Ok(out)
 }
 
-fn signature_dictionary(request: &SignatureRequest) -> Dictionary {
+fn signature_dictionary(text: &AuditText) -> Dictionary {
     dictionary! {
         "Type" => "Sig",
         "Filter" => "Adobe.PPKLite",
         "SubFilter" => "ETSI.CAdES.detached",
         "ByteRange" => BYTE_RANGE_PLACEHOLDER.iter().map(|n| Object::Integer(*n)).collect::<Vec<_>>(),
         "Contents" => Object::String(vec![0; CONTENTS_BYTES], lopdf::StringFormat::Hexadecimal),
-        "M" => Object::string_literal(pdf_date(request)),
+        "M" => Object::string_literal(text.date.clone()),
         "Reason" => Object::string_literal(format!(
             "Every signer of {} signed; audit trail appended",
-            request.id
+            text.request_id
         )),
     }
 }
@@ -186,10 +256,10 @@ fn pdf_date(request: &SignatureRequest) -> String {
 fn add_audit_pages(
     document: &mut Document,
     pages_id: ObjectId,
-    request: &SignatureRequest,
+    lines: &[String],
 ) -> Result<Vec<ObjectId>, MakeError> {
     let mut font = EmbeddedFont::dejavu_sans()?;
-    let pages: Vec<Vec<u8>> = audit_lines(request)
+    let pages: Vec<Vec<u8>> = lines
         .chunks(LINES_PER_PAGE)
         .map(|chunk| page_content(&mut font, chunk).encode())
         .collect::<Result<_, _>>()?;
@@ -238,16 +308,22 @@ fn find_once(haystack: &[u8], needle: &[u8], what: &'static str) -> Result<usize
 }
 
 /// Fills `/ByteRange` and `/Contents` of the laid-out file: the ranges cover everything but
-/// the `<…>` of `/Contents`, whose CMS signs their SHA-256.
-fn sign_in_place(identity: &SigningIdentity, pdf: &mut [u8]) -> Result<(), MakeError> {
+/// the `<…>` of `/Contents`, whose CMS signs their SHA-256. The placeholders are looked for in
+/// the update only (from `update_start`): the upload's bytes are never read here.
+fn sign_in_place(
+    identity: &SigningIdentity,
+    pdf: &mut [u8],
+    update_start: usize,
+) -> Result<(), MakeError> {
+    let update = pdf.get(update_start..).ok_or(MakeError::NotAnExtension)?;
     let contents = format!("<{}>", "0".repeat(2 * CONTENTS_BYTES));
-    let contents_at = find_once(pdf, contents.as_bytes(), "/Contents")?;
+    let contents_at = update_start + find_once(update, contents.as_bytes(), "/Contents")?;
     let contents_end = contents_at + contents.len();
     let placeholder = format!(
         "[{}]",
         BYTE_RANGE_PLACEHOLDER.map(|n| n.to_string()).join(" ")
     );
-    let range_at = find_once(pdf, placeholder.as_bytes(), "/ByteRange")?;
+    let range_at = update_start + find_once(update, placeholder.as_bytes(), "/ByteRange")?;
     let ranges = format!(
         "[0 {contents_at} {contents_end} {}]",
         pdf.len() - contents_end

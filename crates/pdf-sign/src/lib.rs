@@ -6,10 +6,15 @@ mod cms;
 mod font;
 mod identity;
 mod inspect;
+mod jobs;
 
-pub use certificate::PadesCertificateMaker;
+#[cfg(feature = "fixtures")]
+pub mod fixtures;
+
+pub use certificate::{PadesCertificateMaker, certify_in_process};
 pub use identity::{IdentityError, SigningIdentity};
 pub use inspect::LopdfInspector;
+pub use jobs::JOBS;
 
 #[cfg(test)]
 mod tests;

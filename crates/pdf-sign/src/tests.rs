@@ -5,14 +5,13 @@ use std::sync::Arc;
 use der::Decode;
 use idconsent_kernel::id::{ApplicationId, SignatureRequestId, TypedId};
 use idconsent_kernel::{EmailAddress, Environment, Timestamp};
-use idconsent_signature::{
-    Evidence, PdfInspector, PdfRejection, RequestStatus, SignatureRequest, Signer, SignerStatus,
-};
+use idconsent_signature::{Evidence, RequestStatus, SignatureRequest, Signer, SignerStatus};
 use lopdf::{Document, Object, Stream, dictionary};
 
 use crate::certificate::certify;
 use crate::identity::SigningIdentity;
-use crate::inspect::LopdfInspector;
+use crate::inspect::inspect_pdf;
+use crate::jobs::Rejection;
 
 /// A PDF of `pages` pages, with an AcroForm holding one text field when `with_form`.
 fn pdf(pages: usize, with_form: bool) -> Vec<u8> {
@@ -103,17 +102,10 @@ fn identity() -> (tempfile::TempDir, Arc<SigningIdentity>) {
 
 #[test]
 fn the_inspector_accepts_pdfs_and_refuses_the_rest() {
-    let inspector = LopdfInspector;
-    assert_eq!(inspector.inspect(&pdf(3, false)).unwrap().pages, 3);
-    assert_eq!(inspector.inspect(b"hello"), Err(PdfRejection::NotPdf));
-    assert_eq!(
-        inspector.inspect(b"%PDF-1.7\nnot really"),
-        Err(PdfRejection::NotPdf)
-    );
-    assert_eq!(
-        inspector.inspect(&pdf(0, false)),
-        Err(PdfRejection::NoPages)
-    );
+    assert_eq!(inspect_pdf(&pdf(3, false)), Ok(3));
+    assert_eq!(inspect_pdf(b"hello"), Err(Rejection::NotPdf));
+    assert_eq!(inspect_pdf(b"%PDF-1.7\nnot really"), Err(Rejection::NotPdf));
+    assert_eq!(inspect_pdf(&pdf(0, false)), Err(Rejection::NoPages));
     let mut document = Document::load_mem(&pdf(1, false)).unwrap();
     let encrypt = document.add_object(dictionary! {
         "Filter" => "Standard", "V" => 1, "R" => 2, "P" => -4,
@@ -130,7 +122,7 @@ fn the_inspector_accepts_pdfs_and_refuses_the_rest() {
     );
     let mut encrypted = Vec::new();
     document.save_to(&mut encrypted).unwrap();
-    assert_eq!(inspector.inspect(&encrypted), Err(PdfRejection::Encrypted));
+    assert_eq!(inspect_pdf(&encrypted), Err(Rejection::Encrypted));
 }
 
 #[test]

@@ -31,6 +31,9 @@ pub enum SignatureError {
          certified. The request and its audit trail remain readable."
     )]
     DocumentMissing,
+    /// Every document parser stayed busy: nothing was read or written (503, `Retry-After`).
+    #[error("Every document parser is busy; retry later")]
+    Busy { retry_after_secs: u64 },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -43,10 +46,11 @@ impl SignatureError {
             SignatureError::NotFound(_) => ErrorCategory::NotFound,
             SignatureError::Conflict(_) => ErrorCategory::Conflict,
             SignatureError::Limited { .. } => ErrorCategory::RateLimited,
-            // 410 in HTTP (not a category of spec §7): an internal loss, not the caller's.
-            SignatureError::DocumentMissing | SignatureError::Unavailable(_) => {
-                ErrorCategory::Internal
-            }
+            // DocumentMissing is 410 in HTTP and Busy 503 (not categories of spec §7): the
+            // service's own conditions, never the caller's fault.
+            SignatureError::DocumentMissing
+            | SignatureError::Busy { .. }
+            | SignatureError::Unavailable(_) => ErrorCategory::Internal,
         }
     }
 

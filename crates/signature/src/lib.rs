@@ -18,8 +18,8 @@ pub use model::{
     AuditAction, AuditEntry, Evidence, RequestStatus, SignatureRequest, Signer, SignerStatus,
 };
 pub use ports::{
-    CertificateError, CertificateMaker, PdfFacts, PdfInspector, PdfRejection, SignatureRepository,
-    StoreError,
+    CertificateError, CertificateMaker, InspectError, PdfFacts, PdfInspector, PdfRejection,
+    SignatureRepository, StoreError,
 };
 pub use service::{
     Answer, CreateRequest, Requester, SignaturePorts, SignatureService, SignatureSettings,

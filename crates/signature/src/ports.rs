@@ -61,19 +61,45 @@ pub enum PdfRejection {
     Encrypted,
     #[error("must have at least one page")]
     NoPages,
+    /// Reading it went past the parser's bounds (docs/security.md, "PDF parsing"); which
+    /// bound is logged, not told.
+    #[error("must be a PDF this service can read within its limits on size and structure")]
+    Unreadable,
+}
+
+/// Why an upload got no verdict.
+#[derive(Debug, thiserror::Error)]
+pub enum InspectError {
+    /// The upload is refused (422 naming `document`).
+    #[error("{0}")]
+    Rejected(PdfRejection),
+    /// Every parser stayed busy for the queue wait: the upload was not read; try again later.
+    #[error("every document parser is busy")]
+    Busy { retry_after_secs: u64 },
+    /// The parser could not be run (a deployment fault, not the upload's).
+    #[error("the document parser could not be run")]
+    Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
 
 /// Reads an uploaded document.
 ///
 /// Contract: `inspect` accepts exactly the documents the certificate maker can extend: a PDF
-/// that parses, is not encrypted and has at least one page.
+/// that parses, is not encrypted and has at least one page; a document that cannot be read
+/// within the parser's memory and time bounds is `Rejected(Unreadable)`. Never blocks the
+/// calling thread on the parse.
+#[async_trait]
 pub trait PdfInspector: Send + Sync + fmt::Debug {
-    fn inspect(&self, bytes: &[u8]) -> Result<PdfFacts, PdfRejection>;
+    async fn inspect(&self, bytes: &[u8]) -> Result<PdfFacts, InspectError>;
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("the certificate could not be made")]
-pub struct CertificateError(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+pub enum CertificateError {
+    /// Every parser stayed busy for the queue wait; try again later.
+    #[error("every document parser is busy")]
+    Busy { retry_after_secs: u64 },
+    #[error("the certificate could not be made")]
+    Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// Makes the certificate of a completed request.
 ///

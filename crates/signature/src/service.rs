@@ -17,7 +17,9 @@ use sha2::{Digest, Sha256};
 use crate::error::SignatureError;
 use crate::events::StatusBody;
 use crate::model::{Evidence, RequestStatus, SignatureRequest, Signer, SignerStatus};
-use crate::ports::{CertificateMaker, PdfInspector, SignatureRepository};
+use crate::ports::{
+    CertificateError, CertificateMaker, InspectError, PdfInspector, SignatureRepository,
+};
 
 pub const MAX_SIGNERS: usize = 20;
 pub const DEFAULT_EXPIRES_IN_HOURS: u32 = 72;
@@ -143,7 +145,7 @@ impl SignatureService {
     ) -> Result<SignatureRequest, SignatureError> {
         let live = requester.environment == Environment::Live;
         let mut errors = ValidationErrors::new();
-        let document = self.check_document(&mut errors, &input.document)?;
+        let document = self.check_document(&mut errors, &input.document).await?;
         let signers = check_signers(&mut errors, &input.signers);
         let expires_in = check_expires_in(&mut errors, input.expires_in.as_deref());
         let callback_url = match &input.callback_url {
@@ -238,7 +240,7 @@ impl SignatureService {
 
     /// Base64 → bytes within the size limit → a PDF the certificate maker can extend.
     #[allow(clippy::type_complexity)]
-    fn check_document(
+    async fn check_document(
         &self,
         errors: &mut ValidationErrors,
         document: &str,
@@ -255,11 +257,17 @@ impl SignatureService {
         if bytes.len() > max {
             return Err(SignatureError::TooLarge(max));
         }
-        match self.inspector.inspect(&bytes) {
+        match self.inspector.inspect(&bytes).await {
             Ok(facts) => Ok(Some((bytes, facts.pages))),
-            Err(rejection) => {
+            Err(InspectError::Rejected(rejection)) => {
                 errors.push("document", rejection.to_string());
                 Ok(None)
+            }
+            Err(InspectError::Busy { retry_after_secs }) => {
+                Err(SignatureError::Busy { retry_after_secs })
+            }
+            Err(unavailable @ InspectError::Unavailable(_)) => {
+                Err(SignatureError::unavailable(unavailable))
             }
         }
     }
@@ -323,7 +331,12 @@ impl SignatureService {
             .certificates
             .certify(&original, &request)
             .await
-            .map_err(SignatureError::unavailable)?;
+            .map_err(|error| match error {
+                CertificateError::Busy { retry_after_secs } => {
+                    SignatureError::Busy { retry_after_secs }
+                }
+                failed => SignatureError::unavailable(failed),
+            })?;
         // Two first downloads may both make one; either is a valid certificate of the request.
         self.documents
             .put(&key, pdf.clone())

@@ -370,7 +370,7 @@ pub use crate::oauth_keys::schema::oauth_signing_keys;
 pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;
-pub use crate::verification::schema::identity_verifications;
+pub use crate::verification::schema::{identity_sandbox_days, identity_verifications};
 
 diesel::table! {
     blob_objects (key) {

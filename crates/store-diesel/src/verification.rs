@@ -9,16 +9,15 @@ use diesel::prelude::*;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{Environment, Timestamp};
 use idconsent_verification::{
-    DocumentType, Images, Outcome, StoreError, Verification, VerificationStatus, VerificationStore,
+    DailyCap, DocumentType, Images, Outcome, StoreError, Verification, VerificationStatus,
+    VerificationStore,
 };
 use idconsent_webhook::Effects;
 use serde::{Deserialize, Serialize};
 
 use crate::db::{AnyConnection, Db};
 use crate::error::DbError;
-use crate::repo::{
-    duplicate_or, find_row, found, insert_with_effects, read_with, replace_versioned, unreadable,
-};
+use crate::repo::{duplicate_or, find_row, found, read_with, replace_versioned, unreadable};
 use crate::usage::quota_exceeded;
 
 pub mod schema {
@@ -37,9 +36,21 @@ pub mod schema {
             body -> Text,
         }
     }
+
+    diesel::table! {
+        identity_sandbox_days (application_id, day) {
+            application_id -> Text,
+            day -> Text,
+            used -> BigInt,
+        }
+    }
 }
 
+use schema::identity_sandbox_days as sandbox_days;
 use schema::identity_verifications as jobs;
+
+/// The rollback tag of a create over its daily cap.
+const DAILY_CAP_REACHED: &str = "daily cap reached";
 
 #[derive(Debug, Clone)]
 pub struct DieselVerificationStore {
@@ -128,6 +139,37 @@ impl VerificationRow {
     }
 }
 
+/// Counts one create of `application` on `cap.day`, inside the caller's transaction; at the
+/// limit the transaction rolls back with [`DAILY_CAP_REACHED`]. The row is made on first use;
+/// the conditional update is the check, so concurrent creates cannot pass it together (on
+/// PostgreSQL the second waits for the first's row lock and re-reads `used`).
+fn count_against(conn: AnyConnection<'_>, application: &str, cap: DailyCap) -> Result<(), DbError> {
+    let day = cap.day.to_string();
+    let limit = i64::from(cap.limit);
+    let counted = crate::with_conn!(conn, |c| {
+        diesel::insert_into(sandbox_days::table)
+            .values((
+                sandbox_days::application_id.eq(application),
+                sandbox_days::day.eq(&day),
+                sandbox_days::used.eq(0i64),
+            ))
+            .on_conflict_do_nothing()
+            .execute(c)?;
+        diesel::update(
+            sandbox_days::table
+                .filter(sandbox_days::application_id.eq(application))
+                .filter(sandbox_days::day.eq(&day))
+                .filter(sandbox_days::used.lt(limit)),
+        )
+        .set(sandbox_days::used.eq(sandbox_days::used + 1i64))
+        .execute(c)
+    })?;
+    if counted == 0 {
+        return Err(DbError::Rollback(DAILY_CAP_REACHED));
+    }
+    Ok(())
+}
+
 fn unavailable(error: DbError) -> StoreError {
     StoreError::Unavailable(Box::new(error))
 }
@@ -140,17 +182,31 @@ impl VerificationStore for DieselVerificationStore {
         &self,
         verification: &Verification,
         effects: &Effects,
+        cap: Option<DailyCap>,
     ) -> Result<(), StoreError> {
         let row = VerificationRow::from_verification(verification)?;
-        insert_with_effects!(self.db, jobs::table, row, effects.clone())
+        let charges = effects.charges.clone();
+        let effects = effects.clone();
+        self.db
+            .write(move |mut conn| {
+                if let Some(cap) = cap {
+                    count_against(conn.reborrow(), &row.application_id, cap)?;
+                }
+                crate::with_conn!(conn.reborrow(), |c| diesel::insert_into(jobs::table)
+                    .values(&row)
+                    .execute(c))?;
+                crate::usage::write_effects(conn, &effects)
+            })
             .await
-            .map_err(duplicate_or(
-                StoreError::Duplicate,
-                |error| match quota_exceeded(&error, &effects.charges) {
+            .map_err(duplicate_or(StoreError::Duplicate, |error| {
+                if error.rollback_tag() == Some(DAILY_CAP_REACHED) {
+                    return StoreError::DailyCapReached;
+                }
+                match quota_exceeded(&error, &charges) {
                     Some(quota) => StoreError::Quota(quota),
                     None => unavailable(error),
-                },
-            ))
+                }
+            }))
     }
 
     async fn find(&self, id: &VerificationId) -> Result<Option<Verification>, StoreError> {

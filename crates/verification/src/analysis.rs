@@ -45,6 +45,10 @@ pub enum ImageRejection {
     TooSmall { min: u32 },
     #[error("must have at most {max} pixels")]
     TooManyPixels { max: u64 },
+    /// A strip, not a photo of a document or a face (issue 31: such shapes cost the OCR
+    /// clean-up most).
+    #[error("must be at most {max_ratio} times as long as it is wide, either way")]
+    ExtremeShape { max_ratio: u32 },
 }
 
 /// Decodes uploads and measures liveness signals.

@@ -21,7 +21,7 @@ use crate::model::{
     CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
     ModelUsed, Outcome, Verification, VerificationStatus,
 };
-use crate::ports::{StoreError, VerificationStore};
+use crate::ports::{DailyCap, StoreError, VerificationStore};
 
 /// The ports a verification store provides together.
 #[derive(Debug, Clone)]
@@ -40,6 +40,7 @@ macro_rules! verification_store_contract {
             concurrent_claims_never_share_a_job,
             a_completion_is_stored_once_with_its_event,
             only_processing_verifications_keep_their_images_in_use,
+            a_daily_cap_admits_exactly_its_limit_even_at_once,
         );
     };
     (@cases $make:path; $($case:ident),* $(,)?) => {
@@ -162,7 +163,10 @@ pub async fn a_created_verification_comes_back_whole_and_once(stores: Stores) {
     let application: ApplicationId = ids().next();
     let original = verification(&application, at(0));
     let store = &stores.verifications;
-    store.create(&original, &Effects::default()).await.unwrap();
+    store
+        .create(&original, &Effects::default(), None)
+        .await
+        .unwrap();
     assert_eq!(
         store.find(&original.id).await.unwrap(),
         Some(original.clone())
@@ -170,7 +174,7 @@ pub async fn a_created_verification_comes_back_whole_and_once(stores: Stores) {
     let mut again = original.clone();
     again.country = "FR".into();
     assert!(matches!(
-        store.create(&again, &Effects::default()).await,
+        store.create(&again, &Effects::default(), None).await,
         Err(StoreError::Duplicate)
     ));
     assert_eq!(store.find(&original.id).await.unwrap(), Some(original));
@@ -186,7 +190,7 @@ pub async fn due_jobs_are_leased_oldest_first_and_taken_again_when_the_lease_end
         .map(|n| verification(&application, at(base + n * 1_000)))
         .collect();
     for job in jobs.iter().rev() {
-        store.create(job, &Effects::default()).await.unwrap();
+        store.create(job, &Effects::default(), None).await.unwrap();
     }
     let now = at(base + 10_000);
     let until = at(base + 70_000);
@@ -223,7 +227,7 @@ pub async fn concurrent_claims_never_share_a_job(stores: Stores) {
         .map(|n| verification(&application, at(base + n)))
         .collect();
     for job in &jobs {
-        store.create(job, &Effects::default()).await.unwrap();
+        store.create(job, &Effects::default(), None).await.unwrap();
     }
     let now = at(base + 1_000);
     let claims = join_all((0..8).map(|_| {
@@ -243,7 +247,10 @@ pub async fn a_completion_is_stored_once_with_its_event(stores: Stores) {
     let store = &stores.verifications;
     let base = 86_400_000;
     let original = verification(&application, at(base));
-    store.create(&original, &Effects::default()).await.unwrap();
+    store
+        .create(&original, &Effects::default(), None)
+        .await
+        .unwrap();
     let claimed = store
         .claim_due(at(base + 1), at(base + 60_000), 1)
         .await
@@ -296,7 +303,7 @@ pub async fn only_processing_verifications_keep_their_images_in_use(stores: Stor
     without_back.images.back = None;
     let finished = verification(&application, at(base + 2));
     for job in [&processing, &without_back, &finished] {
-        store.create(job, &Effects::default()).await.unwrap();
+        store.create(job, &Effects::default(), None).await.unwrap();
     }
     let mut done = finished.clone();
     done.outcome = Some(outcome());
@@ -324,4 +331,69 @@ pub async fn only_processing_verifications_keep_their_images_in_use(stores: Stor
     expected.insert(without_back.images.selfie.clone());
     assert_eq!(in_use, expected);
     assert!(store.images_in_use(&[]).await.unwrap().is_empty());
+}
+
+pub async fn a_daily_cap_admits_exactly_its_limit_even_at_once(stores: Stores) {
+    let application: ApplicationId = ids().next();
+    let store = &stores.verifications;
+    let today = DailyCap {
+        day: CalendarDate::parse("2025-11-21").unwrap(),
+        limit: 5,
+    };
+    // Twenty at once against a cap of five: exactly five are stored.
+    let jobs: Vec<Verification> = (0..20).map(|n| verification(&application, at(n))).collect();
+    let results = join_all(jobs.iter().map(|job| {
+        let store = store.clone();
+        async move { store.create(job, &Effects::default(), Some(today)).await }
+    }))
+    .await;
+    let mut stored = 0;
+    for (job, result) in jobs.iter().zip(&results) {
+        match result {
+            Ok(()) => {
+                stored += 1;
+                assert!(store.find(&job.id).await.unwrap().is_some());
+            }
+            Err(StoreError::DailyCapReached) => {
+                assert!(
+                    store.find(&job.id).await.unwrap().is_none(),
+                    "written anyway"
+                );
+            }
+            Err(other) => panic!("{other:?}"),
+        }
+    }
+    assert_eq!(stored, 5);
+    // Still refused one by one.
+    let late = verification(&application, at(100));
+    assert!(matches!(
+        store.create(&late, &Effects::default(), Some(today)).await,
+        Err(StoreError::DailyCapReached)
+    ));
+    // Another application, another day, or no cap (live keys): counted apart.
+    let other: ApplicationId = ids().next();
+    store
+        .create(
+            &verification(&other, at(101)),
+            &Effects::default(),
+            Some(today),
+        )
+        .await
+        .unwrap();
+    let tomorrow = DailyCap {
+        day: CalendarDate::parse("2025-11-22").unwrap(),
+        ..today
+    };
+    store
+        .create(&late, &Effects::default(), Some(tomorrow))
+        .await
+        .unwrap();
+    store
+        .create(
+            &verification(&application, at(102)),
+            &Effects::default(),
+            None,
+        )
+        .await
+        .unwrap();
 }

@@ -15,6 +15,12 @@ pub enum VerificationError {
         quota: QuotaExceeded,
         retry_after_secs: u64,
     },
+    /// The application's sandbox verifications for the UTC day are used up (429).
+    #[error(
+        "Sandbox keys may submit {limit} verifications per application per day (UTC); \
+         retry after midnight UTC"
+    )]
+    SandboxCapReached { limit: u32, retry_after_secs: u64 },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -24,7 +30,9 @@ impl VerificationError {
         match self {
             Self::Invalid(_) | Self::TooLarge(_) => ErrorCategory::Validation,
             Self::NotFound(_) => ErrorCategory::NotFound,
-            Self::QuotaExceeded { .. } => ErrorCategory::RateLimited,
+            Self::QuotaExceeded { .. } | Self::SandboxCapReached { .. } => {
+                ErrorCategory::RateLimited
+            }
             Self::Unavailable(_) => ErrorCategory::Internal,
         }
     }

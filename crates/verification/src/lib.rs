@@ -34,8 +34,8 @@ pub use model::{
     CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
     ModelUsed, Outcome, Verification, VerificationStatus,
 };
-pub use ports::{StoreError, VerificationStore};
+pub use ports::{DailyCap, StoreError, VerificationStore};
 pub use service::{
-    IMAGES_PREFIX, LivenessAnswer, Requester, SubmitVerification, VerificationPorts,
-    VerificationService, VerificationSettings,
+    DEFAULT_SANDBOX_DAILY_CAP, IMAGES_PREFIX, LivenessAnswer, Requester, SubmitVerification,
+    VerificationPorts, VerificationService, VerificationSettings,
 };

@@ -5,7 +5,7 @@ use std::fmt;
 
 use async_trait::async_trait;
 use idconsent_kernel::id::VerificationId;
-use idconsent_kernel::{QuotaExceeded, Timestamp};
+use idconsent_kernel::{CalendarDate, QuotaExceeded, Timestamp};
 use idconsent_webhook::Effects;
 
 use crate::model::Verification;
@@ -18,15 +18,30 @@ pub enum StoreError {
     /// A charge in the effects would pass the month's quota: nothing was written.
     #[error("quota exceeded")]
     Quota(QuotaExceeded),
+    /// The application's cap for the day is reached: nothing was written.
+    #[error("daily cap reached")]
+    DailyCapReached,
     #[error("verification storage failed")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// A cap on the verifications one application may create in one UTC day (sandbox keys: the
+/// analysis costs the service CPU whoever pays, issue 31).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DailyCap {
+    pub day: CalendarDate,
+    pub limit: u32,
 }
 
 /// Verifications, the analysis jobs they are, and the outbox of their events.
 ///
 /// Contract:
 /// - `create` inserts the verification (processing, no lease) with its effects atomically
-///   (`Duplicate` for a known id, `Quota` when a charge does not fit).
+///   (`Duplicate` for a known id, `Quota` when a charge does not fit). With a `cap`, the same
+///   transaction counts it against its application's count for `cap.day`: once `cap.limit`
+///   creates of that application and day are stored, it writes nothing and answers
+///   `DailyCapReached`. Concurrent creates never pass the limit together (the count is one
+///   conditional write, not a read then a write); other applications and days count apart.
 /// - `find` returns it as stored, `None` for an unknown id.
 /// - `claim_due` takes up to `limit` processing verifications whose lease is absent or ended at
 ///   or before `now`, oldest first: each gets `leased_until = until`, one more attempt and one
@@ -44,6 +59,7 @@ pub trait VerificationStore: Send + Sync + fmt::Debug {
         &self,
         verification: &Verification,
         effects: &Effects,
+        cap: Option<DailyCap>,
     ) -> Result<(), StoreError>;
     async fn find(&self, id: &VerificationId) -> Result<Option<Verification>, StoreError>;
     async fn claim_due(

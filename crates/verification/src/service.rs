@@ -27,6 +27,9 @@ mod images;
 
 pub use images::IMAGES_PREFIX;
 
+/// Sandbox verifications per application per UTC day unless configured otherwise.
+pub const DEFAULT_SANDBOX_DAILY_CAP: u32 = 100;
+
 #[derive(Debug, Clone)]
 pub struct VerificationSettings {
     /// The largest decoded image accepted (10 MiB).
@@ -35,6 +38,9 @@ pub struct VerificationSettings {
     pub analysis_lease: Duration,
     /// Analyses started before a job is given up as `needs_review`.
     pub max_attempts: u32,
+    /// Verifications one application may submit with sandbox keys per UTC day: sandbox work is
+    /// never billed, but each costs the service an analysis (issue 31).
+    pub sandbox_daily_cap: u32,
 }
 
 impl Default for VerificationSettings {
@@ -43,6 +49,7 @@ impl Default for VerificationSettings {
             max_image_bytes: 10 << 20,
             analysis_lease: Duration::from_secs(120),
             max_attempts: 3,
+            sandbox_daily_cap: DEFAULT_SANDBOX_DAILY_CAP,
         }
     }
 }
@@ -415,6 +422,10 @@ impl VerificationService {
     fn store_error(&self, error: StoreError) -> VerificationError {
         match error {
             StoreError::Quota(quota) => self.quota(quota),
+            StoreError::DailyCapReached => VerificationError::SandboxCapReached {
+                limit: self.settings.sandbox_daily_cap,
+                retry_after_secs: until_next_utc_day(self.now()),
+            },
             other => other.into(),
         }
     }
@@ -425,6 +436,16 @@ impl VerificationService {
             retry_after_secs: quota.retry_after_secs(self.now()),
         }
     }
+}
+
+/// Seconds from `now` to the next midnight UTC (at least 1).
+fn until_next_utc_day(now: Timestamp) -> u64 {
+    const DAY_MS: i64 = 86_400_000;
+    let millis = now.as_millis();
+    let next = (millis.div_euclid(DAY_MS) + 1) * DAY_MS;
+    u64::try_from((next - millis + 999) / 1000)
+        .unwrap_or(1)
+        .max(1)
 }
 
 fn not_found() -> VerificationError {

@@ -1,6 +1,7 @@
 //! Test doubles: an in-memory [`VerificationStore`] that passes the same contract suite as the
-//! diesel adapter (one lock around everything makes each operation atomic; outbox entries go to
-//! an [`InMemoryDeliveries`]; charges are not judged here, no plans in memory), scripted analysis
+//! diesel adapter (one lock around everything makes each operation atomic, daily caps included;
+//! outbox entries go to an [`InMemoryDeliveries`]; charges are not judged here, no plans in
+//! memory), scripted analysis
 //! engines, and images in memory.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -8,8 +9,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use idconsent_kernel::blob::{StoredBlob, is_valid_prefix, select_page};
-use idconsent_kernel::id::VerificationId;
-use idconsent_kernel::{BlobError, BlobStore, Clock, SystemClock, Timestamp};
+use idconsent_kernel::id::{ApplicationId, VerificationId};
+use idconsent_kernel::{BlobError, BlobStore, CalendarDate, Clock, SystemClock, Timestamp};
 use idconsent_webhook::Effects;
 use idconsent_webhook::testing::InMemoryDeliveries;
 
@@ -18,27 +19,33 @@ use crate::analysis::{
     ImageFacts, ImageFormat, ImageRejection, MrzReader,
 };
 use crate::model::{LivenessSignals, ModelUsed, Verification};
-use crate::ports::{StoreError, VerificationStore};
+use crate::ports::{DailyCap, StoreError, VerificationStore};
 
 #[derive(Debug)]
 pub struct InMemoryVerifications {
-    verifications: Mutex<BTreeMap<VerificationId, Verification>>,
+    stored: Mutex<Stored>,
     deliveries: Arc<InMemoryDeliveries>,
+}
+
+/// Verifications and the daily counts of capped creates, behind one lock: a create and its
+/// count change together.
+#[derive(Debug, Default)]
+struct Stored {
+    verifications: BTreeMap<VerificationId, Verification>,
+    daily: BTreeMap<(ApplicationId, CalendarDate), u32>,
 }
 
 impl InMemoryVerifications {
     /// Verifications whose events land in `deliveries`.
     pub fn new(deliveries: Arc<InMemoryDeliveries>) -> Self {
         Self {
-            verifications: Mutex::new(BTreeMap::new()),
+            stored: Mutex::new(Stored::default()),
             deliveries,
         }
     }
 
-    fn lock(&self) -> MutexGuard<'_, BTreeMap<VerificationId, Verification>> {
-        self.verifications
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self) -> MutexGuard<'_, Stored> {
+        self.stored.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -48,18 +55,31 @@ impl VerificationStore for InMemoryVerifications {
         &self,
         verification: &Verification,
         effects: &Effects,
+        cap: Option<DailyCap>,
     ) -> Result<(), StoreError> {
-        let mut verifications = self.lock();
-        if verifications.contains_key(&verification.id) {
+        let mut stored = self.lock();
+        if stored.verifications.contains_key(&verification.id) {
             return Err(StoreError::Duplicate);
         }
-        verifications.insert(verification.id.clone(), verification.clone());
+        if let Some(cap) = cap {
+            let count = stored
+                .daily
+                .entry((verification.application_id.clone(), cap.day))
+                .or_default();
+            if *count >= cap.limit {
+                return Err(StoreError::DailyCapReached);
+            }
+            *count += 1;
+        }
+        stored
+            .verifications
+            .insert(verification.id.clone(), verification.clone());
         self.deliveries.enqueue_now(&effects.outbox);
         Ok(())
     }
 
     async fn find(&self, id: &VerificationId) -> Result<Option<Verification>, StoreError> {
-        Ok(self.lock().get(id).cloned())
+        Ok(self.lock().verifications.get(id).cloned())
     }
 
     async fn claim_due(
@@ -68,8 +88,9 @@ impl VerificationStore for InMemoryVerifications {
         until: Timestamp,
         limit: u32,
     ) -> Result<Vec<Verification>, StoreError> {
-        let mut verifications = self.lock();
-        let mut due: Vec<&mut Verification> = verifications
+        let mut stored = self.lock();
+        let mut due: Vec<&mut Verification> = stored
+            .verifications
             .values_mut()
             .filter(|job| job.outcome.is_none() && job.leased_until.is_none_or(|end| end <= now))
             .collect();
@@ -92,10 +113,12 @@ impl VerificationStore for InMemoryVerifications {
         expected_version: i64,
         effects: &Effects,
     ) -> Result<bool, StoreError> {
-        let mut verifications = self.lock();
-        match verifications.get(&verification.id) {
-            Some(stored) if stored.version == expected_version => {
-                verifications.insert(verification.id.clone(), verification.clone());
+        let mut stored = self.lock();
+        match stored.verifications.get(&verification.id) {
+            Some(current) if current.version == expected_version => {
+                stored
+                    .verifications
+                    .insert(verification.id.clone(), verification.clone());
                 self.deliveries.enqueue_now(&effects.outbox);
                 Ok(true)
             }
@@ -104,10 +127,10 @@ impl VerificationStore for InMemoryVerifications {
     }
 
     async fn images_in_use(&self, ids: &[VerificationId]) -> Result<BTreeSet<String>, StoreError> {
-        let verifications = self.lock();
+        let stored = self.lock();
         Ok(ids
             .iter()
-            .filter_map(|id| verifications.get(id))
+            .filter_map(|id| stored.verifications.get(id))
             .filter(|job| job.outcome.is_none())
             .flat_map(|job| job.images.keys())
             .collect())

@@ -33,7 +33,12 @@ struct StoreAway(InMemoryVerifications);
 
 #[async_trait]
 impl VerificationStore for StoreAway {
-    async fn create(&self, _: &Verification, _: &Effects) -> Result<(), StoreError> {
+    async fn create(
+        &self,
+        _: &Verification,
+        _: &Effects,
+        _: Option<idconsent_verification::ports::DailyCap>,
+    ) -> Result<(), StoreError> {
         Err(StoreError::Unavailable("database away".into()))
     }
     async fn find(&self, id: &VerificationId) -> Result<Option<Verification>, StoreError> {

@@ -12,10 +12,12 @@ use reqwest::{Method, Response};
 use serde_json::{Value, json};
 
 mod documents;
+mod hostile;
 mod page;
 mod validation;
 
 use documents::{flipped_positions, pdf, pdfsig, pdftotext, pyhanko};
+use hostile::hostile_pdfs_are_refused_quickly_while_others_are_served;
 use page::{
     a_signer_declines_and_biometrics_can_be_waived,
     concurrent_guesses_in_any_spelling_count_against_one_signer,
@@ -41,6 +43,7 @@ on_both_backends!(
     wrong_codes_over_resends_and_spellings_are_counted_ten_a_day,
     concurrent_guesses_in_any_spelling_count_against_one_signer,
     the_signing_page_answers_only_for_what_it_rendered,
+    hostile_pdfs_are_refused_quickly_while_others_are_served,
 );
 
 pub(super) fn body(document: &[u8], signers: &[(&str, &str)]) -> Value {

@@ -26,7 +26,9 @@ pub fn wired() -> Wired {
         .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("bench.db").display());
-    let config = Config::for_tests(PathBuf::from(dir.path()), url);
+    let mut config = Config::for_tests(PathBuf::from(dir.path()), url);
+    // The bench binary's `main` is criterion's: the PDF parser children are the real binary.
+    config.untrusted.worker = PathBuf::from(env!("CARGO_BIN_EXE_idconsent"));
     let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
     db.migrate().unwrap();
     let context = runtime

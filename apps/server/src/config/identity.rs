@@ -7,6 +7,8 @@ use std::time::Duration;
 /// only deleted once older than the analysis lease anyway, so a minute is prompt enough.
 pub const IMAGE_SWEEP_INTERVAL: Duration = Duration::from_secs(60);
 
+use super::ConfigError;
+
 #[derive(Debug, Clone, clap::Args)]
 pub struct IdentityArgs {
     /// The directory holding the analysis models (`mrz.traineddata`, put there by
@@ -26,6 +28,15 @@ pub struct IdentityArgs {
     /// runs none here (an API-only process; another process analyses).
     #[arg(long, env = "IDC_IDENTITY_WORKERS", global = true, default_value_t = 1)]
     pub identity_workers: u32,
+    /// Verifications one application may submit with sandbox keys per UTC day (then 429 with
+    /// `Retry-After` until midnight UTC): sandbox analyses are never billed but cost CPU.
+    #[arg(
+        long,
+        env = "IDC_SANDBOX_VERIFICATIONS_PER_DAY",
+        global = true,
+        default_value_t = idconsent_verification::DEFAULT_SANDBOX_DAILY_CAP
+    )]
+    pub sandbox_verifications_per_day: u32,
 }
 
 #[derive(Debug, Clone)]
@@ -35,6 +46,7 @@ pub struct IdentityConfig {
     pub workers: u32,
     /// Between two sweeps of orphaned identity images in this process.
     pub image_sweep_interval: Duration,
+    pub sandbox_daily_cap: u32,
 }
 
 impl IdentityConfig {
@@ -45,19 +57,27 @@ impl IdentityConfig {
             tesseract: PathBuf::from("tesseract"),
             workers: 1,
             image_sweep_interval: IMAGE_SWEEP_INTERVAL,
+            sandbox_daily_cap: idconsent_verification::DEFAULT_SANDBOX_DAILY_CAP,
         }
     }
 }
 
 impl IdentityArgs {
-    pub fn resolve(self, data_dir: &Path) -> IdentityConfig {
-        IdentityConfig {
+    pub fn resolve(self, data_dir: &Path) -> Result<IdentityConfig, ConfigError> {
+        if self.sandbox_verifications_per_day == 0 {
+            return Err(ConfigError::Invalid {
+                variable: "IDC_SANDBOX_VERIFICATIONS_PER_DAY",
+                reason: "must be at least 1".into(),
+            });
+        }
+        Ok(IdentityConfig {
             models_dir: self
                 .identity_models_dir
                 .unwrap_or_else(|| data_dir.join("models")),
             tesseract: self.tesseract,
             workers: self.identity_workers.min(64),
             image_sweep_interval: IMAGE_SWEEP_INTERVAL,
-        }
+            sandbox_daily_cap: self.sandbox_verifications_per_day,
+        })
     }
 }

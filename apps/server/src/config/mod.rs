@@ -25,6 +25,7 @@ mod notify;
 mod oauth;
 mod passkeys;
 mod signature;
+mod untrusted;
 mod webhook;
 
 pub use billing::{BillingArgs, BillingConfig};
@@ -36,6 +37,7 @@ pub use notify::{NotifyArgs, NotifyConfig, SmsSettings, SmtpSettings};
 pub use oauth::{OAuthArgs, OAuthConfig};
 pub use passkeys::{PasskeyArgs, PasskeyConfig};
 pub use signature::{SignatureArgs, SignatureConfig};
+pub use untrusted::{UntrustedArgs, UntrustedConfig};
 pub use webhook::{WebhookArgs, WebhookConfig};
 
 /// `dev` gives a working server with no setup (dev mailbox, generated keys); `production`
@@ -158,6 +160,8 @@ pub struct Settings {
     pub billing: BillingArgs,
     #[command(flatten)]
     pub identity: IdentityArgs,
+    #[command(flatten)]
+    pub untrusted: UntrustedArgs,
 }
 
 /// The 32-byte key that encrypts secrets at rest. Never printed.
@@ -214,6 +218,8 @@ pub struct Config {
     pub signature: SignatureConfig,
     pub billing: BillingConfig,
     pub identity: IdentityConfig,
+    /// The child processes that parse uploaded PDFs.
+    pub untrusted: UntrustedConfig,
     /// Whether the server stops on SIGTERM/SIGINT itself (the binary); embedded servers in
     /// tests are stopped through their handle instead.
     pub handle_signals: bool,
@@ -302,7 +308,7 @@ impl Settings {
         };
         let merchant = self.merchant.resolve(&base_url)?;
         let oauth = self.oauth.resolve(&self.data_dir)?;
-        let identity = self.identity.resolve(&self.data_dir);
+        let identity = self.identity.resolve(&self.data_dir)?;
         Ok(Config {
             mode: self.mode,
             bind: self.bind,
@@ -329,6 +335,7 @@ impl Settings {
             signature: self.signature.resolve()?,
             billing: self.billing.resolve(),
             identity,
+            untrusted: self.untrusted.resolve()?,
             handle_signals: true,
             worker_poll_interval: Duration::from_secs(1),
             clock: None,
@@ -397,6 +404,10 @@ impl Config {
             // plan limits on.
             billing: BillingConfig { rate_limits: false },
             identity,
+            // This executable may not be a worker: the harness points it at one.
+            untrusted: UntrustedConfig::with_worker(
+                std::env::current_exe().unwrap_or_else(|_| PathBuf::from("idconsent")),
+            ),
             handle_signals: false,
             worker_poll_interval: Duration::from_millis(100),
             clock: None,

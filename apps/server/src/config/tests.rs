@@ -151,3 +151,36 @@ fn base_url_loses_its_trailing_slash() {
     );
     assert!(normalise_base_url("https://".into()).is_err());
 }
+
+#[test]
+fn untrusted_input_bounds_have_defaults_and_refuse_nonsense() {
+    let dir = tempfile::tempdir().unwrap();
+    let data_dir = dir.path().to_str().unwrap();
+    let config = settings(&["--data-dir", data_dir]).resolve().unwrap();
+    assert_eq!(config.untrusted.worker, std::env::current_exe().unwrap());
+    assert_eq!(config.untrusted.memory_bytes, 512 << 20);
+    assert_eq!(config.untrusted.timeout, Duration::from_secs(10));
+    assert_eq!(config.untrusted.parallel, 2);
+    assert_eq!(config.untrusted.queue_wait, Duration::from_secs(5));
+    assert_eq!(config.identity.sandbox_daily_cap, 100);
+    for (flag, value, variable) in [
+        ("--untrusted-memory-mib", "0", "IDC_UNTRUSTED_MEMORY_MIB"),
+        (
+            "--untrusted-timeout-seconds",
+            "0",
+            "IDC_UNTRUSTED_TIMEOUT_SECONDS",
+        ),
+        ("--untrusted-parallel", "0", "IDC_UNTRUSTED_PARALLEL"),
+        (
+            "--untrusted-queue-seconds",
+            "601",
+            "IDC_UNTRUSTED_QUEUE_SECONDS",
+        ),
+    ] {
+        let refused = settings(&["--data-dir", data_dir, flag, value]).resolve();
+        assert!(
+            matches!(refused, Err(ConfigError::Invalid { variable: v, .. }) if v == variable),
+            "{flag} {value}: {refused:?}"
+        );
+    }
+}

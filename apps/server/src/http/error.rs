@@ -185,6 +185,12 @@ impl ApiError {
         Self::internal(crate::workers::chain(cause))
     }
 
+    /// Names why a 503 was answered, for `http_unavailable{cause}`.
+    pub fn with_cause(mut self, cause: &'static str) -> Self {
+        self.unavailable_cause = Some(cause);
+        self
+    }
+
     /// Whether this is a 503 (the storage could not be reached).
     pub fn is_unavailable(&self) -> bool {
         self.status == StatusCode::SERVICE_UNAVAILABLE

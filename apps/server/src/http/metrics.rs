@@ -71,7 +71,7 @@ impl Metrics {
         let unavailable = Family::<CauseLabels, Counter>::default();
         registry.register(
             "http_unavailable",
-            "503 answers by cause (database: the database could not be reached)",
+            "503 answers by cause (database: the database could not be reached; document_parsers: every PDF parser child stayed busy)",
             unavailable.clone(),
         );
         let database_up = Gauge::default();

@@ -64,6 +64,9 @@ pub fn build(shared: &Shared) -> Arc<VerificationService> {
             outbox_written: Some(shared.outbox_written()),
             job_created: Some(Arc::new(super::NotifyNudge(shared.wake.identity.clone()))),
         },
-        VerificationSettings::default(),
+        VerificationSettings {
+            sandbox_daily_cap: shared.config.identity.sandbox_daily_cap,
+            ..VerificationSettings::default()
+        },
     ))
 }

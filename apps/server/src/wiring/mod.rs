@@ -111,6 +111,8 @@ pub enum WiringError {
     Reseal(#[from] idconsent_store_diesel::ResealError),
     #[error("document signing identity (IDC_SIGNING_CERT / IDC_SIGNING_KEY): {0}")]
     SigningIdentity(#[from] idconsent_pdf_sign::IdentityError),
+    #[error("PDF parser (IDC_UNTRUSTED_WORKER): {0}")]
+    Parsers(idconsent_untrusted::RunError),
 }
 
 /// Builds every service of the deployment.
@@ -170,7 +172,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
             Mode::Production => SandboxRecipients::Team,
         },
     ));
-    let signatures = signature::build(&shared, invitations.clone())?;
+    let signatures = signature::build(&shared, invitations.clone()).await?;
     approvals.register(Arc::new(SignatureApprovals::new(signatures.clone())))?;
     let mandates = mandate::build(&shared, invitations);
     let identity = identity::build(&shared);

@@ -1,5 +1,6 @@
-//! Signature requests: documents in the blob store, PDFs through lopdf, certificates signed
-//! with the configured identity (or a development one made in the data directory).
+//! Signature requests: documents in the blob store, PDFs through lopdf in child processes
+//! (ADR 0036), certificates signed with the configured identity (or a development one made in
+//! the data directory).
 
 use std::sync::Arc;
 
@@ -7,13 +8,35 @@ use idconsent_notification::Invitations;
 use idconsent_pdf_sign::{IdentityError, LopdfInspector, PadesCertificateMaker, SigningIdentity};
 use idconsent_signature::{SignaturePorts, SignatureService, SignatureSettings};
 use idconsent_store_diesel::DieselSignatureStore;
+use idconsent_untrusted::{ChildPool, PoolSettings};
 
-use super::Shared;
+use super::{Shared, WiringError};
 
-pub fn build(
+/// The longest answer a parser child may give: a page count, or a certificate's update (the
+/// audit pages, a font subset and the signature placeholder: tens of KiB, base64).
+const MAX_ANSWER_BYTES: usize = 8 << 20;
+
+/// The pool of PDF parser children; checked once here so that a worker that cannot run fails
+/// start-up, naming its path, instead of every upload.
+async fn parsers(shared: &Shared) -> Result<ChildPool, WiringError> {
+    let config = &shared.config.untrusted;
+    let pool = ChildPool::new(PoolSettings {
+        worker: config.worker.clone(),
+        memory_bytes: config.memory_bytes,
+        timeout: config.timeout,
+        parallel: config.parallel,
+        queue_wait: config.queue_wait,
+        max_answer_bytes: MAX_ANSWER_BYTES,
+    });
+    pool.check().await.map_err(WiringError::Parsers)?;
+    Ok(pool)
+}
+
+pub async fn build(
     shared: &Shared,
     invitations: Arc<Invitations>,
-) -> Result<Arc<SignatureService>, IdentityError> {
+) -> Result<Arc<SignatureService>, WiringError> {
+    let pool = parsers(shared).await?;
     let config = &shared.config;
     let identity = match &config.signature.signing_identity {
         Some((cert, key)) => {
@@ -31,8 +54,8 @@ pub fn build(
         SignaturePorts {
             requests: Arc::new(DieselSignatureStore::new(shared.db.clone())),
             documents: shared.blobs.clone(),
-            inspector: Arc::new(LopdfInspector),
-            certificates: Arc::new(PadesCertificateMaker::new(Arc::new(identity))),
+            inspector: Arc::new(LopdfInspector::new(pool.clone())),
+            certificates: Arc::new(PadesCertificateMaker::new(Arc::new(identity), pool)),
             clock: shared.clock.clone(),
             ids: shared.ids.clone(),
             outbox_written: Some(shared.outbox_written()),

@@ -63,6 +63,7 @@ macro_rules! select_every_table {
             invoices,
             blob_objects,
             blob_chunks,
+            identity_sandbox_days,
         )
     };
 }

@@ -5,14 +5,14 @@
 
 use std::collections::BTreeSet;
 
-use idconsent_kernel::Timestamp;
 use idconsent_kernel::id::{TypedId, VerificationId};
+use idconsent_kernel::{CalendarDate, Environment, Timestamp};
 use idconsent_webhook::Effects;
 
 use super::{VerificationService, unavailable};
 use crate::error::VerificationError;
 use crate::model::{Images, Verification};
-use crate::ports::StoreError;
+use crate::ports::{DailyCap, StoreError};
 
 /// Where the images live in the blob store: `identity/<verificationId>/<front|back|selfie>`.
 pub const IMAGES_PREFIX: &str = "identity/";
@@ -73,7 +73,13 @@ impl VerificationService {
             outbox: Vec::new(),
             charges: charge.into_iter().collect(),
         };
-        self.ports.store.create(verification, &effects).await
+        // Sandbox traffic is never charged, so it is capped per day instead; the count is taken
+        // in the insert's transaction.
+        let cap = (verification.environment == Environment::Sandbox).then(|| DailyCap {
+            day: CalendarDate::of(verification.created_at),
+            limit: self.settings.sandbox_daily_cap,
+        });
+        self.ports.store.create(verification, &effects, cap).await
     }
 
     /// Deletes a refused submission's images. Best effort: what a failed delete leaves, the

@@ -37,6 +37,9 @@ impl From<VerificationError> for ApiError {
                 quota,
                 retry_after_secs,
             } => ApiError::quota_exceeded(quota, retry_after_secs),
+            VerificationError::SandboxCapReached {
+                retry_after_secs, ..
+            } => ApiError::rate_limited(error.to_string(), retry_after_secs),
             VerificationError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }

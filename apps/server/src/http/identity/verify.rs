@@ -58,8 +58,8 @@ pub struct VerificationCreated {
         (status = 401, description = "Signature check failed", body = ErrorBody),
         (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
         (status = 413, description = "An image is over 10 MiB", body = ErrorBody),
-        (status = 422, description = "Unknown document type or country, a missing back, or an image that does not decode", body = ErrorBody),
-        (status = 429, description = "The monthly verification quota is used up", body = ErrorBody)
+        (status = 422, description = "Unknown document type or country, a missing back, or an image that does not decode within the bounds (size, pixels, sides at most 4:1)", body = ErrorBody),
+        (status = 429, description = "The monthly verification quota is used up, or (sandbox keys) the application's verifications for the UTC day; `Retry-After` says when", body = ErrorBody)
     )
 )]
 #[post("/v1/identity/verify")]

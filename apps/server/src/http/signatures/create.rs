@@ -71,7 +71,8 @@ pub struct CreatedSigner {
         (status = 401, description = "Signature check failed", body = ErrorBody),
         (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
         (status = 413, description = "The document is over 20 MiB", body = ErrorBody),
-        (status = 422, description = "Not a PDF, encrypted, or invalid signers or values", body = ErrorBody)
+        (status = 422, description = "Not a PDF, encrypted, not readable within the parser's limits, or invalid signers or values", body = ErrorBody),
+        (status = 503, description = "Every document parser is busy; `Retry-After` says when to try again", body = ErrorBody)
     )
 )]
 #[post("/v1/signature/documents")]

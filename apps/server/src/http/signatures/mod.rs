@@ -37,6 +37,11 @@ impl From<SignatureError> for ApiError {
                 message,
                 retry_after_secs,
             } => ApiError::rate_limited(message, retry_after_secs),
+            SignatureError::Busy { retry_after_secs } => ApiError::unavailable(
+                "Every document parser is busy; retry later",
+                retry_after_secs,
+            )
+            .with_cause("document_parsers"),
             SignatureError::Unavailable(source) => ApiError::failure(&*source),
             // A stored file is gone: the caller can do nothing about it and retrying will not
             // bring it back (410, docs/api-design.md); the operator must know (issue 31 §10).

@@ -98,7 +98,8 @@ pub async fn get(
         (status = 200, description = "The signed PDF", content_type = "application/pdf", body = Vec<u8>),
         (status = 404, description = "No such request for this application", body = ErrorBody),
         (status = 409, description = "Not every signer has signed", body = ErrorBody),
-        (status = 410, description = "The uploaded document is no longer stored (lost from the file store): no certificate can be made", body = ErrorBody)
+        (status = 410, description = "The uploaded document is no longer stored (lost from the file store): no certificate can be made", body = ErrorBody),
+        (status = 503, description = "Every document parser is busy; `Retry-After` says when to try again", body = ErrorBody)
     )
 )]
 #[get("/v1/signature/documents/{signatureRequestId}/certificate")]
