@@ -20,8 +20,12 @@ use serde_json::{Value, json};
 
 /// No analysis runs in these tests: a submitted verification stays `processing`, so its images
 /// stay too, and nothing but the refusal or the sweep deletes an image.
+/// No analysis, and images in the data directory on both backends — these tests read and age
+/// the files themselves (on PostgreSQL the default store is the database, whose listing for the
+/// sweep is covered by the blob contract suite on both backends).
 fn without_analysis(config: &mut idconsent_server::Config) {
     config.identity.workers = 0;
+    config.blobs = BlobConfig::Fs;
 }
 
 macro_rules! on_both_backends_without_analysis {
