@@ -286,12 +286,7 @@ async fn a_lost_document_is_gone_not_a_server_error_on_postgres() {
     a_lost_document_is_gone_not_a_server_error(Backend::Postgres).await;
 }
 
-/// Every delivery of `application`, once none is pending.
-async fn settled_deliveries(app: &TestApp, application: &Application, count: usize) -> Vec<Value> {
-    settled_deliveries_at(app, &app.base, application, count).await
-}
-
-/// [`settled_deliveries`], read through the server at `base`.
+/// Every delivery of `application`, once none is pending, read through the server at `base`.
 async fn settled_deliveries_at(
     app: &TestApp,
     base: &str,
