@@ -370,6 +370,9 @@ async fn mandates_are_listed_filtered_paged_and_private(app: TestApp) {
                 .unwrap()
                 .to_owned(),
         );
+        // Newest first is by creation time, ties by id: two creates in one millisecond would
+        // list in their ids' (random) order, not the order this test expects.
+        app.advance(Duration::from_millis(2));
     }
     json(sandbox(&app, &application, &ids[1], "approve").await, 200).await;
     let path = format!("/v1/service/mandates/{}", ids[2]);
