@@ -7,7 +7,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use idconsent_signature::{CertificateError, CertificateMaker, SignatureRequest};
+use idconsent_signature::{
+    CertificateError, CertificateMaker, SignatureRequest, TimestampAuthority,
+};
 use idconsent_untrusted::{ChildPool, RunError};
 use lopdf::content::{Content, Operation};
 use lopdf::{Dictionary, Document, IncrementalDocument, Object, ObjectId, Stream, dictionary};
@@ -15,14 +17,17 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::audit_page::{LINES_PER_PAGE, audit_lines};
-use crate::cms::signed_data;
+use crate::cms::{add_timestamp, content_info, signature_digest, signer_info};
 use crate::font::EmbeddedFont;
 use crate::identity::SigningIdentity;
 use crate::jobs::{CERTIFY, CertifyAnswer, frame};
+use cms::signed_data::SignerInfo;
 
-/// Room for the DER CMS in `/Contents` (hex doubles it in the file): a certificate chain of a
-/// few KiB fits with margin.
-const CONTENTS_BYTES: usize = 8192;
+/// Room for the DER CMS in `/Contents` (hex doubles it in the file): the signing chain and,
+/// for B-T, a time-stamp token with its authority's chain (a few KiB each) fit with margin.
+const CONTENTS_BYTES: usize = 16384;
+/// When trusted time is required and the authority does not answer, come back after this.
+const TIMESTAMP_RETRY_SECS: u64 = 30;
 /// Ten digits per offset, written in place once the file is laid out.
 const BYTE_RANGE_PLACEHOLDER: [i64; 4] = [0, 9_999_999_999, 9_999_999_999, 9_999_999_999];
 
@@ -33,11 +38,73 @@ const BYTE_RANGE_PLACEHOLDER: [i64; 4] = [0, 9_999_999_999, 9_999_999_999, 9_999
 pub struct PadesCertificateMaker {
     identity: Arc<SigningIdentity>,
     pool: ChildPool,
+    trusted_time: Option<TrustedTime>,
+}
+
+/// PAdES B-T: the authority that stamps each signature, and whether a certificate may go out
+/// without its stamp when the authority fails.
+#[derive(Debug, Clone)]
+pub struct TrustedTime {
+    pub authority: Arc<dyn TimestampAuthority>,
+    /// `true`: the certificate waits (503) until the authority answers. `false`: it is signed
+    /// B-B and the audit page said beforehand that the stamp is best effort.
+    pub required: bool,
 }
 
 impl PadesCertificateMaker {
     pub fn new(identity: Arc<SigningIdentity>, pool: ChildPool) -> Self {
-        Self { identity, pool }
+        Self {
+            identity,
+            pool,
+            trusted_time: None,
+        }
+    }
+
+    /// Certificates carry an RFC 3161 time stamp (PAdES B-T).
+    pub fn with_trusted_time(mut self, trusted_time: TrustedTime) -> Self {
+        self.trusted_time = Some(trusted_time);
+        self
+    }
+
+    /// The audit page's statement of how the signature's time is established.
+    fn time_statement(&self) -> String {
+        match &self.trusted_time {
+            None => "Signing time: the platform's clock (PAdES B-B, no trusted time stamp)".into(),
+            Some(TrustedTime { required: true, .. }) => {
+                "Signing time: an RFC 3161 time stamp on the signature (PAdES B-T)".into()
+            }
+            Some(TrustedTime {
+                required: false, ..
+            }) => "Signing time: an RFC 3161 time stamp when the authority answers; the \
+                   operator allows certificates without one (B-B)"
+                .into(),
+        }
+    }
+
+    /// The signer, stamped when trusted time is configured.
+    async fn stamped_signer(&self, digest: &[u8; 32]) -> Result<SignerInfo, CertificateError> {
+        let mut signer = signer_info(&self.identity, digest).map_err(certificate_error)?;
+        let Some(trusted_time) = &self.trusted_time else {
+            return Ok(signer);
+        };
+        match trusted_time
+            .authority
+            .timestamp(&signature_digest(&signer))
+            .await
+        {
+            Ok(token) => add_timestamp(&mut signer, &token).map_err(certificate_error)?,
+            Err(error) if trusted_time.required => {
+                tracing::warn!(%error, "no time stamp: the certificate waits");
+                return Err(CertificateError::TimestampPending {
+                    retry_after_secs: TIMESTAMP_RETRY_SECS,
+                    reason: error.to_string(),
+                });
+            }
+            Err(error) => {
+                tracing::warn!(%error, "no time stamp: signed without one (allowed by the operator)");
+            }
+        }
+        Ok(signer)
     }
 }
 
@@ -89,6 +156,13 @@ pub(crate) struct AuditText {
 }
 
 impl AuditText {
+    /// One more line at the end of the trail.
+    fn with_line(mut self, line: String) -> Self {
+        self.lines.push(String::new());
+        self.lines.push(line);
+        self
+    }
+
     pub(crate) fn of(request: &SignatureRequest) -> Self {
         Self {
             request_id: request.id.to_string(),
@@ -105,7 +179,8 @@ impl CertificateMaker for PadesCertificateMaker {
         original: &[u8],
         request: &SignatureRequest,
     ) -> Result<Vec<u8>, CertificateError> {
-        let header = serde_json::to_vec(&AuditText::of(request))
+        let text = AuditText::of(request).with_line(self.time_statement());
+        let header = serde_json::to_vec(&text)
             .map_err(|error| certificate_error(MakeError::Child(error.to_string())))?;
         let answer = match self.pool.run(CERTIFY, &[&frame(&header), original]).await {
             Ok(answer) => answer,
@@ -128,7 +203,10 @@ impl CertificateMaker for PadesCertificateMaker {
         let mut pdf = Vec::with_capacity(original.len() + update.len());
         pdf.extend_from_slice(original);
         pdf.extend_from_slice(&update);
-        sign_in_place(&self.identity, &mut pdf, original.len()).map_err(certificate_error)?;
+        let layout = lay_out(&mut pdf, original.len()).map_err(certificate_error)?;
+        let signer = self.stamped_signer(&layout.digest).await?;
+        let cms = content_info(&self.identity, signer).map_err(certificate_error)?;
+        fill_contents(&mut pdf, &layout, &cms).map_err(certificate_error)?;
         Ok(pdf)
     }
 }
@@ -141,7 +219,9 @@ pub(crate) fn certify(
 ) -> Result<Vec<u8>, MakeError> {
     let mut pdf = original.to_vec();
     pdf.extend(update(original, &AuditText::of(request))?);
-    sign_in_place(identity, &mut pdf, original.len())?;
+    let layout = lay_out(&mut pdf, original.len())?;
+    let cms = content_info(identity, signer_info(identity, &layout.digest)?)?;
+    fill_contents(&mut pdf, &layout, &cms)?;
     Ok(pdf)
 }
 
@@ -307,14 +387,17 @@ fn find_once(haystack: &[u8], needle: &[u8], what: &'static str) -> Result<usize
     }
 }
 
-/// Fills `/ByteRange` and `/Contents` of the laid-out file: the ranges cover everything but
-/// the `<…>` of `/Contents`, whose CMS signs their SHA-256. The placeholders are looked for in
-/// the update only (from `update_start`): the upload's bytes are never read here.
-fn sign_in_place(
-    identity: &SigningIdentity,
-    pdf: &mut [u8],
-    update_start: usize,
-) -> Result<(), MakeError> {
+/// Where the signature goes and what it signs.
+struct Layout {
+    contents_at: usize,
+    /// SHA-256 of every byte but the `<…>` of `/Contents`.
+    digest: [u8; 32],
+}
+
+/// Fills `/ByteRange` of the laid-out file: the ranges cover everything but the `<…>` of
+/// `/Contents`, whose CMS signs their SHA-256. The placeholders are looked for in the update
+/// only (from `update_start`): the upload's bytes are never read here.
+fn lay_out(pdf: &mut [u8], update_start: usize) -> Result<Layout, MakeError> {
     let update = pdf.get(update_start..).ok_or(MakeError::NotAnExtension)?;
     let contents = format!("<{}>", "0".repeat(2 * CONTENTS_BYTES));
     let contents_at = update_start + find_once(update, contents.as_bytes(), "/Contents")?;
@@ -339,12 +422,20 @@ fn sign_in_place(
     let mut hasher = Sha256::new();
     hasher.update(&pdf[..contents_at]);
     hasher.update(&pdf[contents_end..]);
-    let cms = signed_data(identity, &hasher.finalize().into())?;
+    Ok(Layout {
+        contents_at,
+        digest: hasher.finalize().into(),
+    })
+}
+
+/// Writes the CMS into `/Contents` (hex, zero-padded).
+fn fill_contents(pdf: &mut [u8], layout: &Layout, cms: &[u8]) -> Result<(), MakeError> {
     if cms.len() > CONTENTS_BYTES {
         return Err(MakeError::TooLarge(cms.len()));
     }
-    let hex = hex::encode_upper(&cms);
-    pdf[contents_at + 1..contents_at + 1 + hex.len()].copy_from_slice(hex.as_bytes());
+    let hex = hex::encode_upper(cms);
+    let at = layout.contents_at + 1;
+    pdf[at..at + hex.len()].copy_from_slice(hex.as_bytes());
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! CMS SignedData, detached, as PAdES B-B wants it (ETSI EN 319 142-1): signed attributes
 //! contentType, messageDigest and signing-certificate-v2; no signing-time (the signature
-//! dictionary's `/M` carries it).
+//! dictionary's `/M` carries it). For B-T the signer gains the unsigned attribute
+//! signatureTimeStampToken: an RFC 3161 token over the SHA-256 of its signature value.
 
 use cms::cert::{CertificateChoices, IssuerAndSerialNumber};
 use cms::content_info::{CmsVersion, ContentInfo};
@@ -23,6 +24,9 @@ const MESSAGE_DIGEST: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.1
 const SHA256_WITH_RSA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.1.11");
 const SIGNING_CERTIFICATE_V2: ObjectIdentifier =
     ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.16.2.47");
+/// id-aa-signatureTimeStampToken (RFC 3161 appendix A).
+const SIGNATURE_TIME_STAMP_TOKEN: ObjectIdentifier =
+    ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.16.2.14");
 
 #[derive(Debug, thiserror::Error)]
 pub enum CmsError {
@@ -65,8 +69,25 @@ fn signing_certificate_v2(certificate_der: &[u8]) -> Vec<u8> {
     tlv(0x30, &tlv(0x30, &ess_cert_id))
 }
 
-/// The DER ContentInfo of a detached SignedData over content whose SHA-256 is `digest`.
-pub fn signed_data(identity: &SigningIdentity, digest: &[u8; 32]) -> Result<Vec<u8>, CmsError> {
+/// What a time-stamping authority stamps for B-T: the SHA-256 of the signature value.
+pub fn signature_digest(signer: &SignerInfo) -> [u8; 32] {
+    Sha256::digest(signer.signature.as_bytes()).into()
+}
+
+/// Adds the RFC 3161 `token` (a TimeStampToken's DER) as the signer's
+/// signatureTimeStampToken.
+pub fn add_timestamp(signer: &mut SignerInfo, token: &[u8]) -> Result<(), CmsError> {
+    let mut attributes = SetOfVec::new();
+    attributes.insert(attribute(
+        SIGNATURE_TIME_STAMP_TOKEN,
+        Any::from_der(token)?,
+    )?)?;
+    signer.unsigned_attrs = Some(attributes);
+    Ok(())
+}
+
+/// The signer over content whose SHA-256 is `digest`.
+pub fn signer_info(identity: &SigningIdentity, digest: &[u8; 32]) -> Result<SignerInfo, CmsError> {
     let sha256 = AlgorithmIdentifierOwned {
         oid: SHA256,
         parameters: None,
@@ -87,7 +108,7 @@ pub fn signed_data(identity: &SigningIdentity, digest: &[u8; 32]) -> Result<Vec<
         .map_err(|_| CmsError::Sign)?;
     let certificate = identity.certificate();
     let tbs = certificate.tbs_certificate();
-    let signer = SignerInfo {
+    Ok(SignerInfo {
         version: CmsVersion::V1,
         sid: SignerIdentifier::IssuerAndSerialNumber(IssuerAndSerialNumber {
             issuer: tbs.issuer().clone(),
@@ -102,7 +123,16 @@ pub fn signed_data(identity: &SigningIdentity, digest: &[u8; 32]) -> Result<Vec<
         },
         signature: OctetString::new(signature)?,
         unsigned_attrs: None,
+    })
+}
+
+/// The DER ContentInfo of the detached SignedData of `signer` (made by `identity`).
+pub fn content_info(identity: &SigningIdentity, signer: SignerInfo) -> Result<Vec<u8>, CmsError> {
+    let sha256 = AlgorithmIdentifierOwned {
+        oid: SHA256,
+        parameters: None,
     };
+    let certificate = identity.certificate();
     let mut digest_algorithms = SetOfVec::new();
     digest_algorithms.insert(sha256)?;
     let signed = SignedData {

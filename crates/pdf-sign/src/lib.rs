@@ -11,7 +11,7 @@ mod jobs;
 #[cfg(feature = "fixtures")]
 pub mod fixtures;
 
-pub use certificate::{PadesCertificateMaker, certify_in_process};
+pub use certificate::{PadesCertificateMaker, TrustedTime, certify_in_process};
 pub use identity::{IdentityError, SigningIdentity};
 pub use inspect::LopdfInspector;
 pub use jobs::JOBS;

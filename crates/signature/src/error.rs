@@ -34,6 +34,13 @@ pub enum SignatureError {
     /// Every document parser stayed busy: nothing was read or written (503, `Retry-After`).
     #[error("Every document parser is busy; retry later")]
     Busy { retry_after_secs: u64 },
+    /// The operator requires trusted time and the time-stamping authority did not give it:
+    /// the certificate waits (503, `Retry-After`); the request itself is complete.
+    #[error(
+        "The certificate waits for the time-stamping authority (trusted time is required); \
+         retry later"
+    )]
+    CertificatePending { retry_after_secs: u64 },
     #[error("internal error")]
     Unavailable(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -50,6 +57,7 @@ impl SignatureError {
             // service's own conditions, never the caller's fault.
             SignatureError::DocumentMissing
             | SignatureError::Busy { .. }
+            | SignatureError::CertificatePending { .. }
             | SignatureError::Unavailable(_) => ErrorCategory::Internal,
         }
     }

@@ -19,7 +19,7 @@ pub use model::{
 };
 pub use ports::{
     CertificateError, CertificateMaker, InspectError, PdfFacts, PdfInspector, PdfRejection,
-    SignatureRepository, StoreError,
+    SignatureRepository, StoreError, TimestampAuthority, TimestampError,
 };
 pub use service::{
     Answer, CreateRequest, Requester, SignaturePorts, SignatureService, SignatureSettings,

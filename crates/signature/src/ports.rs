@@ -97,6 +97,13 @@ pub enum CertificateError {
     /// Every parser stayed busy for the queue wait; try again later.
     #[error("every document parser is busy")]
     Busy { retry_after_secs: u64 },
+    /// Trusted time is required and the time-stamping authority did not give it: the
+    /// certificate waits (nothing was stored); try again later.
+    #[error("the certificate waits for the time-stamping authority: {reason}")]
+    TimestampPending {
+        retry_after_secs: u64,
+        reason: String,
+    },
     #[error("the certificate could not be made")]
     Failed(#[source] Box<dyn std::error::Error + Send + Sync>),
 }
@@ -112,4 +119,25 @@ pub trait CertificateMaker: Send + Sync + fmt::Debug {
         original: &[u8],
         request: &SignatureRequest,
     ) -> Result<Vec<u8>, CertificateError>;
+}
+
+/// Trusted time for a signature (RFC 3161, PAdES B-T): a time-stamp token over a digest.
+///
+/// Contract: `timestamp` returns the DER of a TimeStampToken (a CMS ContentInfo whose
+/// SignedData encapsulates a TSTInfo) whose message imprint is SHA-256 with `digest` as the
+/// hashed message, signed by the authority the operator configured (checked, not assumed);
+/// `Unavailable` when the authority could not be reached or did not grant the request,
+/// `Refused` when it answered with a token that fails those checks. Never returns a token it
+/// did not check.
+#[async_trait]
+pub trait TimestampAuthority: Send + Sync + fmt::Debug {
+    async fn timestamp(&self, digest: &[u8; 32]) -> Result<Vec<u8>, TimestampError>;
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TimestampError {
+    #[error("the time-stamping authority is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the time-stamping authority's token was refused: {0}")]
+    Refused(String),
 }

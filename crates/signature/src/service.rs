@@ -335,6 +335,10 @@ impl SignatureService {
                 CertificateError::Busy { retry_after_secs } => {
                     SignatureError::Busy { retry_after_secs }
                 }
+                // The adapter logged why; the caller learns when to come back.
+                CertificateError::TimestampPending {
+                    retry_after_secs, ..
+                } => SignatureError::CertificatePending { retry_after_secs },
                 failed => SignatureError::unavailable(failed),
             })?;
         // Two first downloads may both make one; either is a valid certificate of the request.

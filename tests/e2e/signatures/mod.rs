@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 mod documents;
 mod hostile;
 mod page;
+mod timestamps;
 mod validation;
 
 use documents::{flipped_positions, pdf, pdfsig, pdftotext, pyhanko};

@@ -36,7 +36,7 @@ pub use merchant::{MerchantArgs, MerchantConfig, RegistryKind, RegistrySettings}
 pub use notify::{NotifyArgs, NotifyConfig, SmsSettings, SmtpSettings};
 pub use oauth::{OAuthArgs, OAuthConfig};
 pub use passkeys::{PasskeyArgs, PasskeyConfig};
-pub use signature::{SignatureArgs, SignatureConfig};
+pub use signature::{SignatureArgs, SignatureConfig, TsaConfig};
 pub use untrusted::{UntrustedArgs, UntrustedConfig};
 pub use webhook::{WebhookArgs, WebhookConfig};
 

@@ -19,6 +19,34 @@ pub struct SignatureArgs {
     /// PEM PKCS#8 private key (ECDSA P-256 or RSA) of IDC_SIGNING_CERT.
     #[arg(long, env = "IDC_SIGNING_KEY", global = true)]
     pub signing_key: Option<PathBuf>,
+
+    /// RFC 3161 time-stamping authority (HTTP) that stamps every certificate's signature
+    /// (PAdES B-T); needs IDC_TSA_CERTS.
+    #[arg(long, env = "IDC_TSA_URL", global = true)]
+    pub tsa_url: Option<String>,
+
+    /// PEM file with the authority's certificate or the certificates that issued it: tokens
+    /// signed by anything else are refused.
+    #[arg(long, env = "IDC_TSA_CERTS", global = true)]
+    pub tsa_certs: Option<PathBuf>,
+
+    /// The TSA policy OID to ask for and require in every token (optional).
+    #[arg(long, env = "IDC_TSA_POLICY", global = true)]
+    pub tsa_policy: Option<String>,
+
+    /// `true` (default): without a time stamp a certificate waits (503, Retry-After) until the
+    /// authority answers. `false`: it is signed without one, as the audit page says.
+    #[arg(long, env = "IDC_TSA_REQUIRED", global = true, default_value_t = true, action = clap::ArgAction::Set)]
+    pub tsa_required: bool,
+}
+
+/// The time-stamping authority (PAdES B-T).
+#[derive(Debug, Clone)]
+pub struct TsaConfig {
+    pub url: String,
+    pub certs: PathBuf,
+    pub policy: Option<String>,
+    pub required: bool,
 }
 
 #[derive(Debug, Clone, Default)]
@@ -27,6 +55,8 @@ pub struct SignatureConfig {
     pub sign_url: Option<String>,
     /// Certificate and key PEM files; `None`: a development pair in the data directory.
     pub signing_identity: Option<(PathBuf, PathBuf)>,
+    /// `None`: certificates are PAdES B-B (no trusted time).
+    pub tsa: Option<TsaConfig>,
 }
 
 impl SignatureArgs {
@@ -50,9 +80,33 @@ impl SignatureArgs {
             })?),
             None => None,
         };
+        let tsa = match (self.tsa_url, self.tsa_certs) {
+            (Some(url), Some(certs)) => {
+                if !(url.starts_with("http://") || url.starts_with("https://")) {
+                    return Err(ConfigError::Invalid {
+                        variable: "IDC_TSA_URL",
+                        reason: "must be an http(s) URL".into(),
+                    });
+                }
+                Some(TsaConfig {
+                    url,
+                    certs,
+                    policy: self.tsa_policy,
+                    required: self.tsa_required,
+                })
+            }
+            (None, None) => None,
+            _ => {
+                return Err(ConfigError::Invalid {
+                    variable: "IDC_TSA_URL",
+                    reason: "set IDC_TSA_URL and IDC_TSA_CERTS together".into(),
+                });
+            }
+        };
         Ok(SignatureConfig {
             sign_url,
             signing_identity,
+            tsa,
         })
     }
 }

@@ -113,6 +113,8 @@ pub enum WiringError {
     SigningIdentity(#[from] idconsent_pdf_sign::IdentityError),
     #[error("PDF parser (IDC_UNTRUSTED_WORKER): {0}")]
     Parsers(idconsent_untrusted::RunError),
+    #[error("time-stamping authority (IDC_TSA_URL / IDC_TSA_CERTS / IDC_TSA_POLICY): {0}")]
+    TimestampAuthority(String),
 }
 
 /// Builds every service of the deployment.

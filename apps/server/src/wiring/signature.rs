@@ -5,9 +5,12 @@
 use std::sync::Arc;
 
 use idconsent_notification::Invitations;
-use idconsent_pdf_sign::{IdentityError, LopdfInspector, PadesCertificateMaker, SigningIdentity};
+use idconsent_pdf_sign::{
+    IdentityError, LopdfInspector, PadesCertificateMaker, SigningIdentity, TrustedTime,
+};
 use idconsent_signature::{SignaturePorts, SignatureService, SignatureSettings};
 use idconsent_store_diesel::DieselSignatureStore;
+use idconsent_tsa::{HttpTimestampAuthority, TsaSettings};
 use idconsent_untrusted::{ChildPool, PoolSettings};
 
 use super::{Shared, WiringError};
@@ -50,12 +53,26 @@ pub async fn build(
         }
         None => SigningIdentity::load_or_create_in(&config.data_dir)?,
     };
+    let mut certificates = PadesCertificateMaker::new(Arc::new(identity), pool.clone());
+    if let Some(tsa) = &config.signature.tsa {
+        let pem = std::fs::read(&tsa.certs).map_err(|error| {
+            WiringError::TimestampAuthority(format!("{}: {error}", tsa.certs.display()))
+        })?;
+        let settings = TsaSettings::from_pem(&tsa.url, &pem, tsa.policy.as_deref())
+            .map_err(|error| WiringError::TimestampAuthority(error.to_string()))?;
+        let authority = HttpTimestampAuthority::new(settings)
+            .map_err(|error| WiringError::TimestampAuthority(error.to_string()))?;
+        certificates = certificates.with_trusted_time(TrustedTime {
+            authority: Arc::new(authority),
+            required: tsa.required,
+        });
+    }
     Ok(Arc::new(SignatureService::new(
         SignaturePorts {
             requests: Arc::new(DieselSignatureStore::new(shared.db.clone())),
             documents: shared.blobs.clone(),
             inspector: Arc::new(LopdfInspector::new(pool.clone())),
-            certificates: Arc::new(PadesCertificateMaker::new(Arc::new(identity), pool)),
+            certificates: Arc::new(certificates),
             clock: shared.clock.clone(),
             ids: shared.ids.clone(),
             outbox_written: Some(shared.outbox_written()),

@@ -42,6 +42,10 @@ impl From<SignatureError> for ApiError {
                 retry_after_secs,
             )
             .with_cause("document_parsers"),
+            error @ SignatureError::CertificatePending { retry_after_secs } => {
+                ApiError::unavailable(error.to_string(), retry_after_secs)
+                    .with_cause("timestamp_authority")
+            }
             SignatureError::Unavailable(source) => ApiError::failure(&*source),
             // A stored file is gone: the caller can do nothing about it and retrying will not
             // bring it back (410, docs/api-design.md); the operator must know (issue 31 §10).
