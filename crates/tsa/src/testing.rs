@@ -8,8 +8,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 /// The policy OpenSSL stamps under.
 pub const TEST_POLICY: &str = "1.3.6.1.4.1.55555.1.1";
@@ -20,6 +20,14 @@ pub struct OpensslTsa {
     url: String,
     down: Arc<AtomicBool>,
     answered: Arc<AtomicUsize>,
+    replay: Arc<Replay>,
+}
+
+/// A replaying authority answers every request with the last genuine reply.
+#[derive(Debug, Default)]
+struct Replay {
+    on: AtomicBool,
+    last: Mutex<Option<Vec<u8>>>,
 }
 
 impl OpensslTsa {
@@ -31,11 +39,17 @@ impl OpensslTsa {
         let url = format!("http://{}/tsa", listener.local_addr().expect("addr"));
         let down = Arc::new(AtomicBool::new(false));
         let answered = Arc::new(AtomicUsize::new(0));
-        let (config, flag, count) = (dir.path().join("tsa.cnf"), down.clone(), answered.clone());
+        let replay = Arc::new(Replay::default());
+        let state = State {
+            config: dir.path().join("tsa.cnf"),
+            down: down.clone(),
+            answered: answered.clone(),
+            replay: replay.clone(),
+        };
         std::thread::spawn(move || {
             for (n, stream) in listener.incoming().enumerate() {
                 let Ok(stream) = stream else { continue };
-                let _ = serve(stream, &config, n, &flag, &count);
+                let _ = serve(stream, &state, n);
             }
         });
         Self {
@@ -43,7 +57,13 @@ impl OpensslTsa {
             url,
             down,
             answered,
+            replay,
         }
+    }
+
+    /// While on, every request gets the last genuine reply again (a replayed answer).
+    pub fn set_replaying(&self, on: bool) {
+        self.replay.on.store(on, Ordering::SeqCst);
     }
 
     pub fn url(&self) -> &str {
@@ -161,13 +181,14 @@ fn make_certificates(dir: &Path) {
     .expect("config");
 }
 
-fn serve(
-    mut stream: TcpStream,
-    config: &Path,
-    n: usize,
-    down: &AtomicBool,
-    answered: &AtomicUsize,
-) -> std::io::Result<()> {
+struct State {
+    config: PathBuf,
+    down: Arc<AtomicBool>,
+    answered: Arc<AtomicUsize>,
+    replay: Arc<Replay>,
+}
+
+fn serve(mut stream: TcpStream, state: &State, n: usize) -> std::io::Result<()> {
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut length = 0usize;
     loop {
@@ -187,11 +208,21 @@ fn serve(
     }
     let mut query = vec![0; length.min(64 * 1024)];
     reader.read_exact(&mut query)?;
-    if down.load(Ordering::SeqCst) {
+    if state.down.load(Ordering::SeqCst) {
         return stream.write_all(
             b"HTTP/1.1 503 Service Unavailable\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
         );
     }
+    let replayed = state
+        .replay
+        .on
+        .load(Ordering::SeqCst)
+        .then(|| state.replay.last.lock().expect("lock").clone())
+        .flatten();
+    if let Some(reply) = replayed {
+        return answer(&mut stream, &reply);
+    }
+    let config = &state.config;
     let dir = config.parent().expect("dir");
     let (query_path, reply_path) = (dir.join(format!("q{n}.tsq")), dir.join(format!("r{n}.tsr")));
     std::fs::write(&query_path, &query)?;
@@ -210,7 +241,12 @@ fn serve(
             b"HTTP/1.1 500 Internal Server Error\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
         );
     };
-    answered.fetch_add(1, Ordering::SeqCst);
+    state.answered.fetch_add(1, Ordering::SeqCst);
+    *state.replay.last.lock().expect("lock") = Some(reply.clone());
+    answer(&mut stream, &reply)
+}
+
+fn answer(stream: &mut TcpStream, reply: &[u8]) -> std::io::Result<()> {
     stream.write_all(
         format!(
             "HTTP/1.1 200 OK\r\ncontent-type: application/timestamp-reply\r\n\
@@ -219,5 +255,5 @@ fn serve(
         )
         .as_bytes(),
     )?;
-    stream.write_all(&reply)
+    stream.write_all(reply)
 }

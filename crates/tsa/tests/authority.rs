@@ -95,3 +95,23 @@ async fn an_authority_that_is_down_or_absent_is_unavailable() {
         TimestampError::Unavailable(_)
     ));
 }
+
+#[tokio::test]
+async fn a_replayed_answer_for_the_same_digest_is_refused_by_its_nonce() {
+    let tsa = OpensslTsa::start();
+    let authority = client(&tsa, &tsa.root_pem(), None);
+    let digest = [5u8; 32];
+    authority.timestamp(&digest).await.expect("a genuine token");
+    tsa.set_replaying(true);
+    let error = authority.timestamp(&digest).await.unwrap_err();
+    assert!(
+        matches!(&error, TimestampError::Refused(reason) if reason.contains("nonce")),
+        "{error:?}"
+    );
+    // For another digest the imprint gives it away first.
+    let error = authority.timestamp(&[6u8; 32]).await.unwrap_err();
+    assert!(
+        matches!(&error, TimestampError::Refused(reason) if reason.contains("another message")),
+        "{error:?}"
+    );
+}
