@@ -370,6 +370,7 @@ pub use crate::oauth_keys::schema::oauth_signing_keys;
 pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;
+pub use crate::chip_challenges::schema::chip_challenges;
 pub use crate::verification::schema::{identity_sandbox_days, identity_verifications};
 
 diesel::table! {
