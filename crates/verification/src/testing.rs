@@ -440,3 +440,42 @@ mod chip_challenge_contract {
 
     crate::chip_challenge_store_contract!(store);
 }
+
+/// A chip verifier that answers every check with one report (and records the challenge it was
+/// given), for service tests that need no cryptography.
+#[derive(Debug)]
+pub struct ScriptedChipVerifier {
+    report: crate::chip::ChipReport,
+    seen: Mutex<Vec<Option<[u8; CHALLENGE_LEN]>>>,
+}
+
+impl ScriptedChipVerifier {
+    pub fn new(report: crate::chip::ChipReport) -> Self {
+        Self {
+            report,
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The issued challenge of each check, in order.
+    pub fn challenges_seen(&self) -> Vec<Option<[u8; CHALLENGE_LEN]>> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl crate::chip::ChipVerifier for ScriptedChipVerifier {
+    async fn verify(
+        &self,
+        check: crate::chip::ChipCheck,
+    ) -> Result<crate::chip::ChipReport, crate::chip::ChipVerifierError> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(check.issued_challenge);
+        Ok(self.report.clone())
+    }
+}
