@@ -65,7 +65,12 @@ impl World {
         })
     }
 
-    async fn call(&self, application: &Application, path: &str, body: Option<&Value>) -> reqwest::Response {
+    async fn call(
+        &self,
+        application: &Application,
+        path: &str,
+        body: Option<&Value>,
+    ) -> reqwest::Response {
         let bytes = body.map(|body| serde_json::to_vec(body).unwrap());
         let method = if path.starts_with("/v1/identity/verify/") {
             Method::GET
@@ -93,7 +98,10 @@ impl World {
         let data = json(response, 201).await["data"].clone();
         let expires = Timestamp::parse_rfc3339(data["expiresAt"].as_str().unwrap()).unwrap();
         let left = expires.as_millis() - self.app.now_millis();
-        assert!((299_000..=300_000).contains(&left), "five minutes: {left} ms");
+        assert!(
+            (299_000..=300_000).contains(&left),
+            "five minutes: {left} ms"
+        );
         let bytes = BASE64.decode(data["challenge"].as_str().unwrap()).unwrap();
         assert_eq!(bytes.len(), 8);
         bytes
@@ -105,19 +113,23 @@ impl World {
 
     /// `POST /v1/identity/verify` with `chip`; the raw response.
     async fn submit_as(&self, application: &Application, body: &Value) -> reqwest::Response {
-        self.call(application, "/v1/identity/verify", Some(body)).await
+        self.call(application, "/v1/identity/verify", Some(body))
+            .await
     }
 
     /// Submits, expects 201, waits for the result.
     async fn verified(&self, body: &Value) -> Value {
         let response = self.submit_as(&self.application, body).await;
         let created = json(response, 201).await;
-        let id = created["data"]["verificationId"].as_str().unwrap().to_owned();
+        let id = created["data"]["verificationId"]
+            .as_str()
+            .unwrap()
+            .to_owned();
         let started = Instant::now();
         loop {
             let path = format!("/v1/identity/verify/{id}");
-            let data = json(self.call(&self.application, &path, None).await, 200).await["data"]
-                .clone();
+            let data =
+                json(self.call(&self.application, &path, None).await, 200).await["data"].clone();
             if data["status"] != "processing" {
                 return data;
             }
@@ -150,7 +162,11 @@ fn chip_json(chip: &Chip, answer: Option<(&[u8], Vec<u8>)>) -> Value {
         "dg2": BASE64.encode(&chip.dg2),
         "sod": BASE64.encode(&chip.sod),
     });
-    for (name, file) in [("dg11", &chip.dg11), ("dg14", &chip.dg14), ("dg15", &chip.dg15)] {
+    for (name, file) in [
+        ("dg11", &chip.dg11),
+        ("dg14", &chip.dg14),
+        ("dg15", &chip.dg15),
+    ] {
         if let Some(text) = optional(file) {
             body[name] = json!(text);
         }
@@ -254,7 +270,12 @@ async fn a_genuine_chip_is_verified_with_dg1_as_the_identity(world: World) {
             .contains("Document Signer"),
         "{details}"
     );
-    assert!(details["csca"]["subject"].as_str().unwrap().contains("CSCA UT"));
+    assert!(
+        details["csca"]["subject"]
+            .as_str()
+            .unwrap()
+            .contains("CSCA UT")
+    );
     assert_eq!(details["cloneDetectionRequired"], true);
     // The identity is DG1's, field for field (the ICAO specimen).
     assert_eq!(
@@ -274,7 +295,11 @@ async fn a_genuine_chip_is_verified_with_dg1_as_the_identity(world: World) {
     let challenge = world.challenge().await;
     let answer = chip.answer(&challenge);
     let data = world
-        .verified(&body(chip_json(&chip, Some((&challenge, answer))), None, None))
+        .verified(&body(
+            chip_json(&chip, Some((&challenge, answer))),
+            None,
+            None,
+        ))
         .await;
     assert_eq!(data["status"], "needs_review", "{data}");
     assert_eq!(data["checks"]["documentAuthenticity"], "passed");
@@ -353,7 +378,10 @@ async fn an_expired_document_signer_fails(mut world: World) {
         ))
         .await;
     assert_eq!(data["status"], "rejected", "{data}");
-    assert_eq!(chip_details(&data)["passiveFailure"], "document_signer_expired");
+    assert_eq!(
+        chip_details(&data)["passiveFailure"],
+        "document_signer_expired"
+    );
 }
 
 async fn a_clone_answering_with_another_key_or_an_old_answer_fails(world: World) {
@@ -402,11 +430,20 @@ async fn a_clone_answering_with_another_key_or_an_old_answer_fails(world: World)
     let response = world
         .submit_as(
             &world.application,
-            &body(chip_json(&chip, Some((&old, recorded))), None, Some(CHIP_CHECKS)),
+            &body(
+                chip_json(&chip, Some((&old, recorded))),
+                None,
+                Some(CHIP_CHECKS),
+            ),
         )
         .await;
     let refused = error(response, 422, "validation_error").await;
-    assert!(refused.to_string().contains("chip.activeAuthentication.challenge"), "{refused}");
+    assert!(
+        refused
+            .to_string()
+            .contains("chip.activeAuthentication.challenge"),
+        "{refused}"
+    );
 }
 
 async fn a_chip_without_dg15_is_not_verified_when_clone_detection_is_required(world: World) {
@@ -429,17 +466,31 @@ async fn a_chip_without_dg15_is_not_verified_when_clone_detection_is_required(wo
     let data = world.verified(&relaxed).await;
     assert_eq!(data["status"], "verified", "{data}");
     assert_eq!(chip_details(&data)["cloneDetectionRequired"], false);
-    assert!(data.to_string().contains("a copy of the chip would pass too"), "{data}");
+    assert!(
+        data.to_string()
+            .contains("a copy of the chip would pass too"),
+        "{data}"
+    );
 }
 
 async fn dg1_differing_from_the_photographed_mrz_is_rejected(world: World) {
     if !ocr_available() {
         return;
     }
-    let photographed = idconsent_ocr_tesseract::fixtures::passport(&specimen_td3(), None, 1.5).unwrap();
+    let photographed =
+        idconsent_ocr_tesseract::fixtures::passport(&specimen_td3(), None, 1.5).unwrap();
     // The chip of another passport of the same holder: another number.
     let other = compose_td3(
-        "P", "UTO", "ERIKSSON", "ANNA MARIA", "X12345678", "UTO", "740812", 'F', "320415", "",
+        "P",
+        "UTO",
+        "ERIKSSON",
+        "ANNA MARIA",
+        "X12345678",
+        "UTO",
+        "740812",
+        'F',
+        "320415",
+        "",
     );
     let chip = world.chip(&ChipSpec {
         mrz: other.to_vec(),
@@ -456,7 +507,11 @@ async fn dg1_differing_from_the_photographed_mrz_is_rejected(world: World) {
         .await;
     assert_eq!(data["status"], "rejected", "{data}");
     assert_eq!(data["checks"]["documentAuthenticity"], "failed");
-    assert!(data.to_string().contains("differs from the photographed MRZ in document number"), "{data}");
+    assert!(
+        data.to_string()
+            .contains("differs from the photographed MRZ in document number"),
+        "{data}"
+    );
 
     // The same photo with its own chip: equal, verified.
     let chip = world.chip(&with_aa());
@@ -470,7 +525,10 @@ async fn dg1_differing_from_the_photographed_mrz_is_rejected(world: World) {
         ))
         .await;
     assert_eq!(data["status"], "verified", "{data}");
-    assert!(data.to_string().contains("DG1 equals the photographed MRZ"), "{data}");
+    assert!(
+        data.to_string().contains("DG1 equals the photographed MRZ"),
+        "{data}"
+    );
 }
 
 async fn challenges_are_bound_to_their_application_and_single_use(world: World) {
@@ -508,8 +566,16 @@ async fn challenges_are_bound_to_their_application_and_single_use(world: World) 
     .into_iter()
     .map(|response| response.status().as_u16())
     .collect::<Vec<_>>();
-    assert_eq!(statuses.iter().filter(|status| **status == 201).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|status| **status == 422).count(), 19, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 201).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|status| **status == 422).count(),
+        19,
+        "{statuses:?}"
+    );
 
     // An expired challenge is refused.
     let challenge = world.challenge().await;
@@ -518,7 +584,11 @@ async fn challenges_are_bound_to_their_application_and_single_use(world: World) 
     let response = world
         .submit_as(
             &world.application,
-            &body(chip_json(&chip, Some((&challenge, answer))), None, Some(CHIP_CHECKS)),
+            &body(
+                chip_json(&chip, Some((&challenge, answer))),
+                None,
+                Some(CHIP_CHECKS),
+            ),
         )
         .await;
     error(response, 422, "validation_error").await;
@@ -531,24 +601,75 @@ async fn bad_chip_requests_are_refused_and_spend_nothing(world: World) {
     let good = chip_json(&chip, Some((&challenge, answer)));
     let field_of = |body: &Value| body.to_string();
     let cases: Vec<(Value, &str)> = vec![
-        ({ let mut c = good.clone(); c["dg1"] = json!("not base64!"); body(c, None, None) }, "chip.dg1"),
-        ({ let mut c = good.clone(); c["sod"] = json!(BASE64.encode(&chip.dg1)); body(c, None, None) }, "chip.sod"),
-        ({ let mut c = good.clone(); c["dg2"] = json!(BASE64.encode([0x75, 0x05, 1])); body(c, None, None) }, "chip.dg2"),
-        ({ let mut c = good.clone(); c["activeAuthentication"]["challenge"] = json!(BASE64.encode([1, 2, 3])); body(c, None, None) }, "chip.activeAuthentication.challenge"),
-        ({ let mut c = good.clone(); c["dg15"] = json!(BASE64.encode(vec![0x6F; 70_000])); body(c, None, None) }, "chip.dg15"),
+        (
+            {
+                let mut c = good.clone();
+                c["dg1"] = json!("not base64!");
+                body(c, None, None)
+            },
+            "chip.dg1",
+        ),
+        (
+            {
+                let mut c = good.clone();
+                c["sod"] = json!(BASE64.encode(&chip.dg1));
+                body(c, None, None)
+            },
+            "chip.sod",
+        ),
+        (
+            {
+                let mut c = good.clone();
+                c["dg2"] = json!(BASE64.encode([0x75, 0x05, 1]));
+                body(c, None, None)
+            },
+            "chip.dg2",
+        ),
+        (
+            {
+                let mut c = good.clone();
+                c["activeAuthentication"]["challenge"] = json!(BASE64.encode([1, 2, 3]));
+                body(c, None, None)
+            },
+            "chip.activeAuthentication.challenge",
+        ),
+        (
+            {
+                let mut c = good.clone();
+                c["dg15"] = json!(BASE64.encode(vec![0x6F; 70_000]));
+                body(c, None, None)
+            },
+            "chip.dg15",
+        ),
         (body(good.clone(), None, Some(&[])), "requiredChecks"),
-        (body(good.clone(), None, Some(&["documentAuthenticity", "astrology"])), "requiredChecks"),
-        ({ let mut b = body(good.clone(), None, None); b["documentType"] = json!("drivers_license"); b["documentBack"] = json!(BASE64.encode(natural(3))); b }, "chip"),
+        (
+            body(
+                good.clone(),
+                None,
+                Some(&["documentAuthenticity", "astrology"]),
+            ),
+            "requiredChecks",
+        ),
+        (
+            {
+                let mut b = body(good.clone(), None, None);
+                b["documentType"] = json!("drivers_license");
+                b["documentBack"] = json!(BASE64.encode(natural(3)));
+                b
+            },
+            "chip",
+        ),
     ];
     for (request, field) in cases {
         let response = world.submit_as(&world.application, &request).await;
         let refused = error(response, 422, "validation_error").await;
-        assert!(field_of(&refused).contains(&format!("\"{field}\"")), "{field}: {refused}");
+        assert!(
+            field_of(&refused).contains(&format!("\"{field}\"")),
+            "{field}: {refused}"
+        );
     }
     // None of them spent the challenge.
-    let data = world
-        .verified(&body(good, None, Some(CHIP_CHECKS)))
-        .await;
+    let data = world.verified(&body(good, None, Some(CHIP_CHECKS))).await;
     assert_eq!(data["status"], "verified", "{data}");
 }
 

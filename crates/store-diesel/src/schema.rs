@@ -364,13 +364,13 @@ diesel::table! {
 }
 
 pub use crate::billing::schema::{api_calls, billing_plans, invoices, rate_budgets};
+pub use crate::chip_challenges::schema::chip_challenges;
 pub use crate::hosted::schema::hosted_confirmations;
 pub use crate::mandate::schema::mandates;
 pub use crate::oauth_keys::schema::oauth_signing_keys;
 pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;
-pub use crate::chip_challenges::schema::chip_challenges;
 pub use crate::verification::schema::{identity_sandbox_days, identity_verifications};
 
 diesel::table! {

@@ -8,11 +8,11 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{Environment, Timestamp};
+use idconsent_verification::chip::ChipResult;
 use idconsent_verification::{
     DailyCap, DocumentType, Images, Outcome, Policy, StoreError, Verification, VerificationStatus,
     VerificationStore,
 };
-use idconsent_verification::chip::ChipResult;
 use idconsent_webhook::Effects;
 use serde::{Deserialize, Serialize};
 

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use futures_util::future::join_all;
 use idconsent_kernel::id::ApplicationId;
-use idconsent_kernel::{IdGenerator, OsRandom, RandomSource, SystemClock, Timestamp, UlidGenerator};
+use idconsent_kernel::{
+    IdGenerator, OsRandom, RandomSource, SystemClock, Timestamp, UlidGenerator,
+};
 
 use crate::chip::{
     CHIP_CHALLENGE_LIFETIME, ChallengeStoreError, ChipChallenge, ChipChallengeStore,
@@ -45,8 +47,10 @@ fn at(offset_ms: i64) -> Timestamp {
 
 /// A fresh application id per case, so cases never see each other's rows.
 fn application() -> ApplicationId {
-    let ids: Arc<dyn IdGenerator> =
-        Arc::new(UlidGenerator::new(Arc::new(SystemClock), Arc::new(OsRandom)));
+    let ids: Arc<dyn IdGenerator> = Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ));
     ids.next()
 }
 
@@ -59,9 +63,15 @@ pub async fn an_issued_challenge_is_taken_once_and_whole(store: Arc<dyn ChipChal
     let app = application();
     let challenge = issue(&app, at(0));
     store.issue(&challenge).await.unwrap();
-    let taken = store.take(&app, challenge.bytes(), at(1_000)).await.unwrap();
+    let taken = store
+        .take(&app, challenge.bytes(), at(1_000))
+        .await
+        .unwrap();
     assert_eq!(taken.as_ref(), Some(&challenge));
-    let again = store.take(&app, challenge.bytes(), at(1_001)).await.unwrap();
+    let again = store
+        .take(&app, challenge.bytes(), at(1_001))
+        .await
+        .unwrap();
     assert_eq!(again, None, "a challenge is single use");
     let mut other = *challenge.bytes();
     other[0] ^= 0xFF;
@@ -75,7 +85,10 @@ pub async fn another_application_neither_takes_nor_spends_a_challenge(
     let challenge = issue(&owner, at(0));
     store.issue(&challenge).await.unwrap();
     assert_eq!(
-        store.take(&stranger, challenge.bytes(), at(10)).await.unwrap(),
+        store
+            .take(&stranger, challenge.bytes(), at(10))
+            .await
+            .unwrap(),
         None
     );
     assert_eq!(
@@ -92,7 +105,10 @@ pub async fn an_expired_challenge_is_not_taken_and_issuing_clears_expired_ones(
     let expired = issue(&app, at(0));
     store.issue(&expired).await.unwrap();
     assert_eq!(
-        store.take(&app, expired.bytes(), at(lifetime)).await.unwrap(),
+        store
+            .take(&app, expired.bytes(), at(lifetime))
+            .await
+            .unwrap(),
         None,
         "not answerable at its expiry"
     );
@@ -104,7 +120,10 @@ pub async fn an_expired_challenge_is_not_taken_and_issuing_clears_expired_ones(
     store.issue(&later).await.unwrap();
     assert_eq!(store.take(&app, left.bytes(), at(1)).await.unwrap(), None);
     assert_eq!(
-        store.take(&app, later.bytes(), at(lifetime + 1)).await.unwrap(),
+        store
+            .take(&app, later.bytes(), at(lifetime + 1))
+            .await
+            .unwrap(),
         Some(later)
     );
 }

@@ -18,8 +18,8 @@ use idconsent_kernel::{
 use idconsent_webhook::{DeliveryStore, Effects, EventType, Outbox};
 
 use crate::model::{
-    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
-    ModelUsed, Outcome, Policy, Verification, VerificationStatus,
+    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images,
+    LivenessSignals, ModelUsed, Outcome, Policy, Verification, VerificationStatus,
 };
 use crate::ports::{DailyCap, StoreError, VerificationStore};
 
@@ -83,10 +83,16 @@ fn verification(application: &ApplicationId, created_at: Timestamp) -> Verificat
         country: "DE".into(),
         callback_url: Some("https://shop.example/hooks".into()),
         policy: Policy {
-            required_checks: vec![CheckName::DocumentAuthenticity, CheckName::LivenessDetection],
+            required_checks: vec![
+                CheckName::DocumentAuthenticity,
+                CheckName::LivenessDetection,
+            ],
             require_clone_detection: false,
         },
-        chip: Some(crate::chip::unverified_chip("no CSCA is trusted — Ünïcode", false)),
+        chip: Some(crate::chip::unverified_chip(
+            "no CSCA is trusted — Ünïcode",
+            false,
+        )),
         created_at,
         outcome: None,
         attempts: 0,

@@ -6,7 +6,9 @@ use idconsent_kernel::{Environment, Timestamp};
 use serde::Serialize;
 
 use crate::chip::ChipDetails;
-use crate::model::{CheckName, Checks, ExtractedData, Finding, LivenessSignals, ModelUsed, Verification};
+use crate::model::{
+    CheckName, Checks, ExtractedData, Finding, LivenessSignals, ModelUsed, Verification,
+};
 use idconsent_webhook::EventType;
 
 // The event types this domain emits (the webhook crate knows none by name).

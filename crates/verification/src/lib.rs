@@ -33,11 +33,11 @@ pub use country::is_country;
 pub use error::VerificationError;
 pub use events::StatusBody;
 pub use model::{
-    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
-    ModelUsed, Outcome, Policy, Verification, VerificationStatus,
+    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images,
+    LivenessSignals, ModelUsed, Outcome, Policy, Verification, VerificationStatus,
 };
 pub use ports::{DailyCap, StoreError, VerificationStore};
 pub use service::{
-    ChipInput, DEFAULT_SANDBOX_DAILY_CAP, IMAGES_PREFIX, LivenessAnswer, Requester, SubmitVerification,
-    VerificationPorts, VerificationService, VerificationSettings,
+    ChipInput, DEFAULT_SANDBOX_DAILY_CAP, IMAGES_PREFIX, LivenessAnswer, Requester,
+    SubmitVerification, VerificationPorts, VerificationService, VerificationSettings,
 };

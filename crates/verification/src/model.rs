@@ -192,9 +192,9 @@ impl Images {
             Some(&self.selfie),
             self.portrait.as_ref(),
         ]
-            .into_iter()
-            .flatten()
-            .cloned()
+        .into_iter()
+        .flatten()
+        .cloned()
     }
 }
 

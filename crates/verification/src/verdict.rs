@@ -4,12 +4,12 @@
 use idconsent_kernel::{CalendarDate, Timestamp};
 
 use crate::aamva::{AamvaError, parse_aamva};
-use crate::chip::ChipResult;
 use crate::analysis::{AnalysisError, FaceComparison, FaceSource};
+use crate::chip::ChipResult;
 use crate::liveness::{self, FacePresence, LivenessVerdict};
 use crate::model::{
-    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, LivenessSignals,
-    ModelUsed, Outcome, Policy, VerificationStatus,
+    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding,
+    LivenessSignals, ModelUsed, Outcome, Policy, VerificationStatus,
 };
 use crate::mrz::{MrzData, MrzError, MrzFormat, parse_mrz};
 
@@ -160,10 +160,22 @@ fn with_chip(
     match (&chip.data, &photo.data) {
         (Some(chip_data), Some(photo_data)) => {
             let differing: Vec<&str> = [
-                ("document number", chip_data.document_number == photo_data.document_number),
-                ("date of birth", chip_data.date_of_birth == photo_data.date_of_birth),
-                ("expiry date", chip_data.expiry_date == photo_data.expiry_date),
-                ("nationality", chip_data.nationality == photo_data.nationality),
+                (
+                    "document number",
+                    chip_data.document_number == photo_data.document_number,
+                ),
+                (
+                    "date of birth",
+                    chip_data.date_of_birth == photo_data.date_of_birth,
+                ),
+                (
+                    "expiry date",
+                    chip_data.expiry_date == photo_data.expiry_date,
+                ),
+                (
+                    "nationality",
+                    chip_data.nationality == photo_data.nationality,
+                ),
             ]
             .into_iter()
             .filter_map(|(field, same)| (!same).then_some(field))
@@ -202,7 +214,9 @@ fn with_chip(
             "dataExtraction",
             format!(
                 "the document expired on {}",
-                data.as_ref().map(|data| data.expiry_date.to_string()).unwrap_or_default()
+                data.as_ref()
+                    .map(|data| data.expiry_date.to_string())
+                    .unwrap_or_default()
             ),
         ));
     }

@@ -12,8 +12,8 @@ use idconsent_kernel::{
     Environment, IdGenerator, ManualClock, OsRandom, Timestamp, UlidGenerator, Unmetered,
 };
 use idconsent_verification::chip::{
-    ActiveAuthentication, ActiveFailure, ChipAuthentication, ChipReport, ChipVerifier,
-    DataGroup, NoChipVerifier, PassiveAuthentication, PassiveFailure, Revocation,
+    ActiveAuthentication, ActiveFailure, ChipAuthentication, ChipReport, ChipVerifier, DataGroup,
+    NoChipVerifier, PassiveAuthentication, PassiveFailure, Revocation,
 };
 use idconsent_verification::mrz::{compose_td3, parse_mrz, specimen_td3};
 use idconsent_verification::testing::{
@@ -107,7 +107,11 @@ fn report(active: ActiveAuthentication) -> ChipReport {
     }
 }
 
-fn submission(chip: ChipInput, required: &[&str], clone_detection: Option<bool>) -> SubmitVerification {
+fn submission(
+    chip: ChipInput,
+    required: &[&str],
+    clone_detection: Option<bool>,
+) -> SubmitVerification {
     SubmitVerification {
         document_type: "passport".into(),
         document_front: BASE64.encode(image_bytes(ImageFormat::Jpeg, "front")),
@@ -133,15 +137,25 @@ impl World {
     }
 
     async fn finished(&self, input: SubmitVerification) -> Verification {
-        let id = self.service.submit(&self.requester, input).await.unwrap().id;
+        let id = self
+            .service
+            .submit(&self.requester, input)
+            .await
+            .unwrap()
+            .id;
         self.service.analyse_due(5).await.unwrap();
-        self.service.get(&self.requester, id.as_str()).await.unwrap()
+        self.service
+            .get(&self.requester, id.as_str())
+            .await
+            .unwrap()
     }
 }
 
 #[tokio::test]
 async fn passive_and_active_authentication_verify_with_dg1_as_the_identity() {
-    let verifier = Arc::new(ScriptedChipVerifier::new(report(ActiveAuthentication::Passed)));
+    let verifier = Arc::new(ScriptedChipVerifier::new(report(
+        ActiveAuthentication::Passed,
+    )));
     let world = world(verifier.clone());
     let challenge = world.challenge().await;
     let done = world
@@ -163,9 +177,16 @@ async fn a_challenge_answers_one_submission_of_its_application() {
     ))));
     let challenge = world.challenge().await;
     let input = submission(chip(Some(&challenge)), CHIP_CHECKS, None);
-    world.service.submit(&world.requester, input.clone()).await.unwrap();
+    world
+        .service
+        .submit(&world.requester, input.clone())
+        .await
+        .unwrap();
     let again = world.service.submit(&world.requester, input.clone()).await;
-    assert!(matches!(again, Err(VerificationError::Invalid(_))), "{again:?}");
+    assert!(
+        matches!(again, Err(VerificationError::Invalid(_))),
+        "{again:?}"
+    );
     // Never issued at all.
     let invented = submission(chip(Some(&[9; 8])), CHIP_CHECKS, None);
     let refused = world.service.submit(&world.requester, invented).await;
@@ -190,7 +211,10 @@ async fn a_refused_request_does_not_spend_its_challenge() {
     assert!(format!("{errors:?}").contains("chip.dg1"), "{errors:?}");
     let empty = world
         .service
-        .submit(&world.requester, submission(chip(Some(&challenge)), &[], None))
+        .submit(
+            &world.requester,
+            submission(chip(Some(&challenge)), &[], None),
+        )
         .await;
     assert!(matches!(empty, Err(VerificationError::Invalid(_))));
     let done = world
@@ -204,9 +228,14 @@ async fn passive_alone_passes_only_when_clone_detection_is_not_required() {
     let world = world(Arc::new(ScriptedChipVerifier::new(report(
         ActiveAuthentication::NotAttempted,
     ))));
-    let strict = world.finished(submission(chip(None), CHIP_CHECKS, None)).await;
+    let strict = world
+        .finished(submission(chip(None), CHIP_CHECKS, None))
+        .await;
     let outcome = strict.outcome.unwrap();
-    assert_eq!(outcome.checks.document_authenticity, CheckResult::Inconclusive);
+    assert_eq!(
+        outcome.checks.document_authenticity,
+        CheckResult::Inconclusive
+    );
     assert_eq!(outcome.status, VerificationStatus::NeedsReview);
     let relaxed = world
         .finished(submission(chip(None), CHIP_CHECKS, Some(false)))
@@ -217,7 +246,9 @@ async fn passive_alone_passes_only_when_clone_detection_is_not_required() {
 #[tokio::test]
 async fn failed_chip_checks_reject() {
     for failed in [
-        report(ActiveAuthentication::Failed(ActiveFailure::SignatureInvalid)),
+        report(ActiveAuthentication::Failed(
+            ActiveFailure::SignatureInvalid,
+        )),
         ChipReport {
             passive_authentication: PassiveAuthentication::Failed(PassiveFailure::HashMismatch(
                 DataGroup::Dg2,
@@ -226,7 +257,9 @@ async fn failed_chip_checks_reject() {
         },
     ] {
         let world = world(Arc::new(ScriptedChipVerifier::new(failed)));
-        let done = world.finished(submission(chip(None), CHIP_CHECKS, None)).await;
+        let done = world
+            .finished(submission(chip(None), CHIP_CHECKS, None))
+            .await;
         let outcome = done.outcome.unwrap();
         assert_eq!(outcome.status, VerificationStatus::Rejected);
         assert_eq!(outcome.checks.document_authenticity, CheckResult::Failed);
@@ -241,7 +274,16 @@ async fn dg1_must_equal_the_photographed_mrz() {
     let front = image_bytes(ImageFormat::Jpeg, "front");
     // Another passport of the same holder: every check digit holds, the number differs.
     let other = compose_td3(
-        "P", "UTO", "ERIKSSON", "ANNA MARIA", "X12345678", "UTO", "740812", 'F', "320415", "",
+        "P",
+        "UTO",
+        "ERIKSSON",
+        "ANNA MARIA",
+        "X12345678",
+        "UTO",
+        "740812",
+        'F',
+        "320415",
+        "",
     );
     world.engines.mrz(&front, &other.join("\n"));
     let done = world
@@ -266,9 +308,17 @@ async fn dg1_must_equal_the_photographed_mrz() {
 #[tokio::test]
 async fn without_a_verifier_the_chip_proves_nothing() {
     let world = world(Arc::new(NoChipVerifier::new("no CSCA is trusted")));
-    let done = world.finished(submission(chip(None), CHIP_CHECKS, None)).await;
+    let done = world
+        .finished(submission(chip(None), CHIP_CHECKS, None))
+        .await;
     let outcome = done.outcome.unwrap();
-    assert_eq!(outcome.checks.document_authenticity, CheckResult::Inconclusive);
+    assert_eq!(
+        outcome.checks.document_authenticity,
+        CheckResult::Inconclusive
+    );
     assert_eq!(outcome.status, VerificationStatus::NeedsReview);
-    assert_eq!(done.chip.unwrap().details.passive_authentication, "not_checked");
+    assert_eq!(
+        done.chip.unwrap().details.passive_authentication,
+        "not_checked"
+    );
 }

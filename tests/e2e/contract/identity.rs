@@ -116,7 +116,12 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
     contract.body("POST /v1/identity/chip-challenge", 201, "", &issued);
     let chip = Chip::build(
         &ChipSpec::specimen(portrait_jpeg()),
-        &Csca::new("UT", KeyAlgorithm::P256, Timestamp::from_millis(app.now_millis())).issue(
+        &Csca::new(
+            "UT",
+            KeyAlgorithm::P256,
+            Timestamp::from_millis(app.now_millis()),
+        )
+        .issue(
             KeyAlgorithm::P256,
             Timestamp::from_millis(app.now_millis() - 86_400_000),
             Timestamp::from_millis(app.now_millis() + 86_400_000),
@@ -135,7 +140,14 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         "requiredChecks": ["documentAuthenticity", "dataExtraction"],
     });
     let created = json(
-        signed(app, &application, Method::POST, "/v1/identity/verify", Some(&body)).await,
+        signed(
+            app,
+            &application,
+            Method::POST,
+            "/v1/identity/verify",
+            Some(&body),
+        )
+        .await,
         201,
     )
     .await;
@@ -144,7 +156,11 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         created["data"]["verificationId"].as_str().unwrap()
     );
     let finished = loop {
-        let data = json(signed(app, &application, Method::GET, &path, None).await, 200).await;
+        let data = json(
+            signed(app, &application, Method::GET, &path, None).await,
+            200,
+        )
+        .await;
         if data["data"]["status"] != "processing" {
             break data;
         }

@@ -81,10 +81,14 @@ pub fn judge_chip(
                 _ => "no active-authentication answer was sent",
             };
             if require_clone_detection {
-                note(format!("chip: the data is the issuing state's, but the chip did not prove it is not a copy ({why}) and this request requires clone detection"));
+                note(format!(
+                    "chip: the data is the issuing state's, but the chip did not prove it is not a copy ({why}) and this request requires clone detection"
+                ));
                 CheckResult::Inconclusive
             } else {
-                note(format!("chip: passive authentication only ({why}): the data is the issuing state's, but a copy of the chip would pass too; this request does not require clone detection"));
+                note(format!(
+                    "chip: passive authentication only ({why}): the data is the issuing state's, but a copy of the chip would pass too; this request does not require clone detection"
+                ));
                 CheckResult::Passed
             }
         }
@@ -108,7 +112,10 @@ pub fn judge_chip(
     for problem in &report.content_problems {
         findings.push(Finding::new(
             "dataExtraction",
-            format!("chip: {} could not be read: {}", problem.data_group, problem.reason),
+            format!(
+                "chip: {} could not be read: {}",
+                problem.data_group, problem.reason
+            ),
         ));
     }
     let details = ChipDetails {

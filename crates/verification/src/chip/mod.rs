@@ -19,12 +19,12 @@ pub use evidence::{
     ChipFiles, DataGroup, MAX_AA_SIGNATURE, MAX_DG1, MAX_DG2, MAX_SMALL_DG, MAX_SOD, SOD_TAG,
 };
 pub use judgement::{ChipDetails, ChipResult, judge_chip, portrait_readable, unverified_chip};
-pub use store::{ChallengeStoreError, ChipChallengeStore};
 pub use report::{
     AaKeyType, ActiveAuthentication, ActiveFailure, CertificateRole, ChipAuthentication,
     ChipReport, ContentProblem, CscaAnchor, DocumentSigner, PassiveAuthentication, PassiveFailure,
     PersonalDetails, Portrait, PortraitFormat, Revocation,
 };
+pub use store::{ChallengeStoreError, ChipChallengeStore};
 
 /// One verification to run.
 #[derive(Debug, Clone)]

@@ -10,9 +10,9 @@ use idconsent_kernel::ValidationErrors;
 
 use super::{Requester, VerificationService, unavailable};
 use crate::chip::{
-    ActiveAuthenticationAnswer, MAX_AA_SIGNATURE, MAX_DG1, MAX_DG2, MAX_SMALL_DG, MAX_SOD, ChipCheck, ChipChallenge, ChipEvidence,
-    ChipEvidenceError, ChipFiles, ChipResult, ChipVerifierError, Portrait, judge_chip,
-    portrait_readable, unverified_chip,
+    ActiveAuthenticationAnswer, ChipChallenge, ChipCheck, ChipEvidence, ChipEvidenceError,
+    ChipFiles, ChipResult, ChipVerifierError, MAX_AA_SIGNATURE, MAX_DG1, MAX_DG2, MAX_SMALL_DG,
+    MAX_SOD, Portrait, judge_chip, portrait_readable, unverified_chip,
 };
 use crate::error::VerificationError;
 use crate::model::{CheckName, DocumentType, Finding, Policy};
@@ -145,9 +145,18 @@ impl VerificationService {
         };
         let dg1 = file("dg1", &input.dg1, MAX_DG1);
         let dg2 = file("dg2", &input.dg2, MAX_DG2);
-        let dg11 = input.dg11.as_deref().map(|text| file("dg11", text, MAX_SMALL_DG));
-        let dg14 = input.dg14.as_deref().map(|text| file("dg14", text, MAX_SMALL_DG));
-        let dg15 = input.dg15.as_deref().map(|text| file("dg15", text, MAX_SMALL_DG));
+        let dg11 = input
+            .dg11
+            .as_deref()
+            .map(|text| file("dg11", text, MAX_SMALL_DG));
+        let dg14 = input
+            .dg14
+            .as_deref()
+            .map(|text| file("dg14", text, MAX_SMALL_DG));
+        let dg15 = input
+            .dg15
+            .as_deref()
+            .map(|text| file("dg15", text, MAX_SMALL_DG));
         let sod = file("sod", &input.sod, MAX_SOD);
         let active_authentication =
             input
@@ -155,7 +164,11 @@ impl VerificationService {
                 .as_ref()
                 .map(|(challenge, signature)| ActiveAuthenticationAnswer {
                     challenge: file("activeAuthentication.challenge", challenge, 64),
-                    signature: file("activeAuthentication.signature", signature, MAX_AA_SIGNATURE),
+                    signature: file(
+                        "activeAuthentication.signature",
+                        signature,
+                        MAX_AA_SIGNATURE,
+                    ),
                 });
         if !ok {
             return None;
@@ -223,7 +236,9 @@ impl VerificationService {
         let require = policy.require_clone_detection;
         let (mut result, portrait) = match self.ports.chip_verifier.verify(check).await {
             Ok(report) => judge_chip(&report, document_type, require),
-            Err(ChipVerifierError::Unavailable(reason)) => (unverified_chip(&reason, require), None),
+            Err(ChipVerifierError::Unavailable(reason)) => {
+                (unverified_chip(&reason, require), None)
+            }
         };
         let portrait = match portrait {
             Some(portrait) if portrait_readable(portrait.format) => Some(portrait),

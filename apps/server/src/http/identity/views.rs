@@ -133,15 +133,16 @@ impl ChipDetailsBody {
                 .iter()
                 .map(ToString::to_string)
                 .collect(),
-            document_signer: details.document_signer.as_ref().map(|signer| {
-                DocumentSignerBody {
+            document_signer: details
+                .document_signer
+                .as_ref()
+                .map(|signer| DocumentSignerBody {
                     subject: signer.subject.clone(),
                     issuer: signer.issuer.clone(),
                     serial_number: signer.serial_number.clone(),
                     not_before: signer.not_before,
                     not_after: signer.not_after,
-                }
-            }),
+                }),
             csca: details.csca.as_ref().map(|csca| CscaBody {
                 subject: csca.subject.clone(),
                 key_id: csca.key_id.clone(),
