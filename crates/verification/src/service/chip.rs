@@ -66,7 +66,7 @@ fn evidence_field(error: &ChipEvidenceError) -> &'static str {
         ChipEvidenceError::Empty { field }
         | ChipEvidenceError::TooLarge { field, .. }
         | ChipEvidenceError::WrongTag { field, .. }
-        | ChipEvidenceError::BadLength { field } => *field,
+        | ChipEvidenceError::BadLength { field } => field,
         ChipEvidenceError::ChallengeLength => "activeAuthentication.challenge",
         ChipEvidenceError::SignatureLength => "activeAuthentication.signature",
     }
