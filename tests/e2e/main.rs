@@ -13,6 +13,7 @@ mod hosted;
 mod hosted_browser;
 mod identity;
 mod identity_bounds;
+mod identity_chip;
 mod identity_images;
 mod identity_liveness;
 mod invitations;

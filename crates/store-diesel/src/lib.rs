@@ -15,6 +15,7 @@ pub(crate) use with_conn;
 mod billing;
 mod blobs;
 mod cached;
+mod chip_challenges;
 mod consent;
 mod db;
 mod enduser;
@@ -42,6 +43,7 @@ pub mod testing;
 
 pub use billing::DieselBillingStore;
 pub use blobs::{CHUNK_BYTES, DieselBlobStore};
+pub use chip_challenges::DieselChipChallengeStore;
 pub use consent::DieselSessionStore;
 pub use db::{AnyConnection, Backend, Db, DbOptions};
 pub use enduser::DieselEndUserStore;

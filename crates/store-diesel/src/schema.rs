@@ -364,6 +364,7 @@ diesel::table! {
 }
 
 pub use crate::billing::schema::{api_calls, billing_plans, invoices, rate_budgets};
+pub use crate::chip_challenges::schema::chip_challenges;
 pub use crate::hosted::schema::hosted_confirmations;
 pub use crate::mandate::schema::mandates;
 pub use crate::oauth_keys::schema::oauth_signing_keys;

@@ -8,8 +8,9 @@ use async_trait::async_trait;
 use diesel::prelude::*;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{Environment, Timestamp};
+use idconsent_verification::chip::ChipResult;
 use idconsent_verification::{
-    DailyCap, DocumentType, Images, Outcome, StoreError, Verification, VerificationStatus,
+    DailyCap, DocumentType, Images, Outcome, Policy, StoreError, Verification, VerificationStatus,
     VerificationStore,
 };
 use idconsent_webhook::Effects;
@@ -87,6 +88,11 @@ struct Body {
     images: Images,
     callback_url: Option<String>,
     outcome: Option<Outcome>,
+    /// Rows written before issue 33 have the default policy and no chip.
+    #[serde(default)]
+    policy: Policy,
+    #[serde(default)]
+    chip: Option<ChipResult>,
 }
 
 impl VerificationRow {
@@ -95,6 +101,8 @@ impl VerificationRow {
             images: verification.images.clone(),
             callback_url: verification.callback_url.clone(),
             outcome: verification.outcome.clone(),
+            policy: verification.policy.clone(),
+            chip: verification.chip.clone(),
         };
         Ok(Self {
             id: verification.id.as_str().to_owned(),
@@ -131,6 +139,8 @@ impl VerificationRow {
             country: self.country,
             images: body.images,
             callback_url: body.callback_url,
+            policy: body.policy,
+            chip: body.chip,
             created_at: Timestamp::from_millis(self.created_at),
             outcome: body.outcome,
             leased_until: self.leased_until.map(Timestamp::from_millis),

@@ -18,8 +18,8 @@ use idconsent_kernel::{
 use idconsent_webhook::{DeliveryStore, Effects, EventType, Outbox};
 
 use crate::model::{
-    CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
-    ModelUsed, Outcome, Verification, VerificationStatus,
+    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images,
+    LivenessSignals, ModelUsed, Outcome, Policy, Verification, VerificationStatus,
 };
 use crate::ports::{DailyCap, StoreError, VerificationStore};
 
@@ -74,6 +74,7 @@ fn verification(application: &ApplicationId, created_at: Timestamp) -> Verificat
             front: format!("identity/{id}/front"),
             back: Some(format!("identity/{id}/back")),
             selfie: format!("identity/{id}/selfie"),
+            portrait: None,
         },
         id,
         application_id: application.clone(),
@@ -81,6 +82,17 @@ fn verification(application: &ApplicationId, created_at: Timestamp) -> Verificat
         document_type: DocumentType::NationalId,
         country: "DE".into(),
         callback_url: Some("https://shop.example/hooks".into()),
+        policy: Policy {
+            required_checks: vec![
+                CheckName::DocumentAuthenticity,
+                CheckName::LivenessDetection,
+            ],
+            require_clone_detection: false,
+        },
+        chip: Some(crate::chip::unverified_chip(
+            "no CSCA is trusted — Ünïcode",
+            false,
+        )),
         created_at,
         outcome: None,
         attempts: 0,

@@ -5,7 +5,10 @@ use idconsent_kernel::id::VerificationId;
 use idconsent_kernel::{Environment, Timestamp};
 use serde::Serialize;
 
-use crate::model::{Checks, ExtractedData, Finding, LivenessSignals, ModelUsed, Verification};
+use crate::chip::ChipDetails;
+use crate::model::{
+    CheckName, Checks, ExtractedData, Finding, LivenessSignals, ModelUsed, Verification,
+};
 use idconsent_webhook::EventType;
 
 // The event types this domain emits (the webhook crate knows none by name).
@@ -22,7 +25,7 @@ pub struct StatusBody<'a> {
     pub country: &'a str,
     /// `None` while processing.
     pub confidence: Option<f64>,
-    pub checks: Option<&'a Checks>,
+    pub checks: Option<ChecksBody<'a>>,
     pub extracted_data: Option<&'a ExtractedData>,
     /// Why each check came out as it did.
     pub findings: &'a [Finding],
@@ -45,7 +48,13 @@ impl<'a> StatusBody<'a> {
             document_type: verification.document_type.as_str(),
             country: &verification.country,
             confidence: outcome.map(|outcome| outcome.confidence),
-            checks: outcome.map(|outcome| &outcome.checks),
+            checks: outcome.map(|outcome| ChecksBody {
+                results: &outcome.checks,
+                required: &verification.policy.required_checks,
+                details: CheckDetails {
+                    chip: verification.chip.as_ref().map(|chip| &chip.details),
+                },
+            }),
             extracted_data: outcome.and_then(|outcome| outcome.extracted_data.as_ref()),
             findings: outcome.map_or(&[], |outcome| outcome.findings.as_slice()),
             face_distance: outcome.and_then(|outcome| outcome.face_distance),
@@ -56,4 +65,22 @@ impl<'a> StatusBody<'a> {
             completed_at: outcome.map(|outcome| outcome.completed_at),
         }
     }
+}
+
+/// The checks' results, which of them the request required, and what the chip proved.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ChecksBody<'a> {
+    #[serde(flatten)]
+    pub results: &'a Checks,
+    /// Every one must pass for `verified`.
+    pub required: &'a [CheckName],
+    pub details: CheckDetails<'a>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CheckDetails<'a> {
+    /// `None` when no chip was sent.
+    pub chip: Option<&'a ChipDetails>,
 }

@@ -16,6 +16,8 @@ pub mod verdict;
 #[cfg(feature = "contract")]
 pub mod analysis_contract;
 #[cfg(feature = "contract")]
+pub mod chip_contract;
+#[cfg(feature = "contract")]
 pub mod contract;
 pub mod testing;
 
@@ -31,11 +33,11 @@ pub use country::is_country;
 pub use error::VerificationError;
 pub use events::StatusBody;
 pub use model::{
-    CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images, LivenessSignals,
-    ModelUsed, Outcome, Verification, VerificationStatus,
+    CheckName, CheckResult, Checks, DocumentType, ExtractedData, Extraction, Finding, Images,
+    LivenessSignals, ModelUsed, Outcome, Policy, Verification, VerificationStatus,
 };
 pub use ports::{DailyCap, StoreError, VerificationStore};
 pub use service::{
-    DEFAULT_SANDBOX_DAILY_CAP, IMAGES_PREFIX, LivenessAnswer, Requester, SubmitVerification,
-    VerificationPorts, VerificationService, VerificationSettings,
+    ChipInput, DEFAULT_SANDBOX_DAILY_CAP, IMAGES_PREFIX, LivenessAnswer, Requester,
+    SubmitVerification, VerificationPorts, VerificationService, VerificationSettings,
 };

@@ -177,15 +177,24 @@ pub struct Images {
     pub front: String,
     pub back: Option<String>,
     pub selfie: String,
+    /// DG2's portrait, when the chip's passed passive authentication in a format the face
+    /// matcher reads.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub portrait: Option<String>,
 }
 
 impl Images {
     /// Every key, the back's when there is one.
     pub fn keys(&self) -> impl Iterator<Item = String> + '_ {
-        [Some(&self.front), self.back.as_ref(), Some(&self.selfie)]
-            .into_iter()
-            .flatten()
-            .cloned()
+        [
+            Some(&self.front),
+            self.back.as_ref(),
+            Some(&self.selfie),
+            self.portrait.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        .cloned()
     }
 }
 
@@ -199,6 +208,10 @@ pub struct Verification {
     pub country: String,
     pub images: Images,
     pub callback_url: Option<String>,
+    /// What the merchant asked for (`requiredChecks`, `requireCloneDetection`).
+    pub policy: Policy,
+    /// What the chip proved, judged at submission; `None` without a chip.
+    pub chip: Option<crate::chip::ChipResult>,
     pub created_at: Timestamp,
     /// `None` while processing.
     pub outcome: Option<Outcome>,
@@ -215,5 +228,76 @@ impl Verification {
         self.outcome
             .as_ref()
             .map_or(VerificationStatus::Processing, |outcome| outcome.status)
+    }
+}
+
+/// A check a merchant can require for `verified` (`requiredChecks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CheckName {
+    DocumentAuthenticity,
+    FaceMatch,
+    LivenessDetection,
+    DataExtraction,
+}
+
+impl CheckName {
+    pub const ALL: [CheckName; 4] = [
+        Self::DocumentAuthenticity,
+        Self::FaceMatch,
+        Self::LivenessDetection,
+        Self::DataExtraction,
+    ];
+
+    /// What `verified` requires unless the request names its own list (issue 33): liveness
+    /// only when asked, since no detector here can pass it.
+    pub const DEFAULT_REQUIRED: [CheckName; 3] = [
+        Self::DocumentAuthenticity,
+        Self::FaceMatch,
+        Self::DataExtraction,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::DocumentAuthenticity => "documentAuthenticity",
+            Self::FaceMatch => "faceMatch",
+            Self::LivenessDetection => "livenessDetection",
+            Self::DataExtraction => "dataExtraction",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|name| name.as_str() == text)
+    }
+
+    /// Whether this check passed in `checks` (data extraction passes when completed).
+    pub fn passed_in(self, checks: &Checks) -> bool {
+        match self {
+            Self::DocumentAuthenticity => checks.document_authenticity == CheckResult::Passed,
+            Self::FaceMatch => checks.face_match == CheckResult::Passed,
+            Self::LivenessDetection => checks.liveness_detection == CheckResult::Passed,
+            Self::DataExtraction => checks.data_extraction == Extraction::Completed,
+        }
+    }
+}
+
+/// What the merchant's request asked of this verification.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Policy {
+    /// Sorted, without duplicates, never empty: every one must pass for `verified`.
+    pub required_checks: Vec<CheckName>,
+    /// `requireCloneDetection` (default `true`): document authenticity from a chip passes only
+    /// when the chip also proved it is not a copy (active authentication). `false` accepts
+    /// passive authentication alone, which proves the data but not the chip.
+    pub require_clone_detection: bool,
+}
+
+impl Default for Policy {
+    fn default() -> Self {
+        Self {
+            required_checks: CheckName::DEFAULT_REQUIRED.to_vec(),
+            require_clone_detection: true,
+        }
     }
 }

@@ -6,12 +6,13 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::id::{ApplicationId, TypedId, VerificationId};
 use idconsent_kernel::{
-    BlobStore, Clock, Environment, IdGenerator, Metering, Nudge, QuotaExceeded, Timestamp,
-    ValidationErrors,
+    BlobStore, Clock, Environment, IdGenerator, Metering, Nudge, QuotaExceeded, RandomSource,
+    Timestamp, ValidationErrors,
 };
 use idconsent_webhook::{Effects, Outbox};
 
 use crate::analysis::{AnalysisError, BarcodeReader, FaceMatcher, ImageAnalyzer, MrzReader};
+use crate::chip::{ChipChallengeStore, ChipVerifier};
 use crate::country::is_country;
 use crate::error::VerificationError;
 use crate::events::StatusBody;
@@ -23,7 +24,10 @@ use crate::model::{
 use crate::ports::{StoreError, VerificationStore};
 use crate::verdict::{DocumentRead, Readings, conclude, confidence_of};
 
+mod chip;
 mod images;
+
+pub use chip::ChipInput;
 
 pub use images::IMAGES_PREFIX;
 
@@ -71,6 +75,12 @@ pub struct SubmitVerification {
     pub document_back: Option<String>,
     pub selfie: String,
     pub country: String,
+    /// The chip read over NFC (issue 33).
+    pub chip: Option<ChipInput>,
+    /// `requiredChecks`; `None` for the default.
+    pub required_checks: Option<Vec<String>>,
+    /// `requireCloneDetection`; `None` for the default (`true`).
+    pub require_clone_detection: Option<bool>,
 }
 
 /// The liveness answer (spec §2.7).
@@ -95,6 +105,12 @@ pub struct VerificationPorts {
     pub barcodes: Arc<dyn BarcodeReader>,
     pub faces: Arc<dyn FaceMatcher>,
     pub metering: Arc<dyn Metering>,
+    /// Active-authentication challenges issued and waiting for their answer.
+    pub chip_challenges: Arc<dyn ChipChallengeStore>,
+    /// Proves chip evidence (`NoChipVerifier` when no CSCA is trusted).
+    pub chip_verifier: Arc<dyn ChipVerifier>,
+    /// Where challenges' bytes come from.
+    pub random: Arc<dyn RandomSource>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdGenerator>,
     pub outbox_written: Option<Arc<dyn Nudge>>,
@@ -161,8 +177,27 @@ impl VerificationService {
             }
             (None, _) => None,
         };
+        let policy = chip::policy(
+            &mut errors,
+            input.required_checks.as_deref(),
+            input.require_clone_detection,
+        );
+        let evidence = match &input.chip {
+            Some(chip) => self.check_chip(&mut errors, chip, document_type),
+            None => None,
+        };
         let (document_type, country, front, selfie) =
             errors.finish_with(|| Some((document_type?, country?, front?, selfie?)))?;
+        // Only a request that passed every other check spends its challenge.
+        let (chip, portrait) = match evidence {
+            Some(evidence) => {
+                let (result, portrait) = self
+                    .prove_chip(requester, evidence, document_type, &policy)
+                    .await?;
+                (Some(result), portrait)
+            }
+            None => (None, None),
+        };
 
         let now = self.now();
         let id: VerificationId = self.ports.ids.next();
@@ -171,6 +206,7 @@ impl VerificationService {
             front: key("front"),
             back: back.as_ref().map(|_| key("back")),
             selfie: key("selfie"),
+            portrait: portrait.as_ref().map(|_| key("portrait")),
         };
         let verification = Verification {
             id: id.clone(),
@@ -180,6 +216,8 @@ impl VerificationService {
             country,
             images,
             callback_url: requester.default_callback_url.clone(),
+            policy,
+            chip,
             created_at: now,
             outcome: None,
             attempts: 0,
@@ -192,6 +230,9 @@ impl VerificationService {
         ];
         if let (Some(key), Some(bytes)) = (&verification.images.back, back) {
             uploads.push((key.clone(), bytes));
+        }
+        if let (Some(key), Some(portrait)) = (&verification.images.portrait, portrait) {
+            uploads.push((key.clone(), portrait.image));
         }
         self.store_with_images(&verification, uploads).await?;
         if let Some(nudge) = &self.ports.job_created {
@@ -313,7 +354,16 @@ impl VerificationService {
             (_, Some(back)) => DocumentRead::Mrz(self.ports.mrz.read_mrz(back).await),
             (_, None) => DocumentRead::Mrz(self.ports.mrz.read_mrz(&front).await),
         };
-        let face = self.ports.faces.compare(&front, &selfie).await;
+        // A portrait the issuing state signed beats a photo of the document.
+        let portrait = match &job.images.portrait {
+            Some(key) => Some(image(key).await?),
+            None => None,
+        };
+        let face = self
+            .ports
+            .faces
+            .compare(portrait.as_deref().unwrap_or(&front), &selfie)
+            .await;
         let liveness = self.ports.images.liveness_signals(&selfie).await;
         let mut models = self.ports.mrz.models();
         models.extend(self.ports.faces.models());
@@ -322,8 +372,15 @@ impl VerificationService {
             face,
             liveness,
             models,
+            chip: job.chip.clone(),
+            face_from_chip: portrait.is_some(),
         };
-        Ok(conclude(job.document_type, readings, self.now()))
+        Ok(conclude(
+            job.document_type,
+            readings,
+            &job.policy,
+            self.now(),
+        ))
     }
 
     /// A job that kept failing (its worker died each time) goes to a person, never silently.

@@ -18,6 +18,7 @@ use crate::analysis::{
     AnalysisError, BarcodeReader, FaceComparison, FaceMatcher, FaceSource, ImageAnalyzer,
     ImageFacts, ImageFormat, ImageRejection, MrzReader,
 };
+use crate::chip::{CHALLENGE_LEN, ChallengeStoreError, ChipChallenge, ChipChallengeStore};
 use crate::model::{LivenessSignals, ModelUsed, Verification};
 use crate::ports::{DailyCap, StoreError, VerificationStore};
 
@@ -386,4 +387,95 @@ mod blob_contract {
     }
 
     idconsent_kernel::blob_store_contract!(store);
+}
+
+/// Issued chip challenges in memory: a verified double of [`ChipChallengeStore`] (it passes the
+/// contract suite), one lock making each take atomic.
+#[derive(Debug, Default)]
+pub struct InMemoryChipChallenges {
+    stored: Mutex<BTreeMap<(ApplicationId, [u8; CHALLENGE_LEN]), ChipChallenge>>,
+}
+
+impl InMemoryChipChallenges {
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+#[async_trait]
+impl ChipChallengeStore for InMemoryChipChallenges {
+    async fn issue(&self, challenge: &ChipChallenge) -> Result<(), ChallengeStoreError> {
+        let mut stored = self.stored.lock().unwrap_or_else(PoisonError::into_inner);
+        let key = (challenge.application().clone(), *challenge.bytes());
+        if stored.contains_key(&key) {
+            return Err(ChallengeStoreError::Duplicate);
+        }
+        stored.retain(|_, kept| kept.expires_at() > challenge.issued_at());
+        stored.insert(key, challenge.clone());
+        Ok(())
+    }
+
+    async fn take(
+        &self,
+        application: &ApplicationId,
+        bytes: &[u8; CHALLENGE_LEN],
+        now: Timestamp,
+    ) -> Result<Option<ChipChallenge>, ChallengeStoreError> {
+        let mut stored = self.stored.lock().unwrap_or_else(PoisonError::into_inner);
+        let taken = stored.remove(&(application.clone(), *bytes));
+        Ok(taken.filter(|challenge| now < challenge.expires_at()))
+    }
+}
+
+#[cfg(all(test, feature = "contract"))]
+mod chip_challenge_contract {
+    use std::sync::Arc;
+
+    use super::InMemoryChipChallenges;
+    use crate::chip::ChipChallengeStore;
+
+    async fn store() -> Option<(Arc<dyn ChipChallengeStore>, ())> {
+        Some((Arc::new(InMemoryChipChallenges::new()), ()))
+    }
+
+    crate::chip_challenge_store_contract!(store);
+}
+
+/// A chip verifier that answers every check with one report (and records the challenge it was
+/// given), for service tests that need no cryptography.
+#[derive(Debug)]
+pub struct ScriptedChipVerifier {
+    report: crate::chip::ChipReport,
+    seen: Mutex<Vec<Option<[u8; CHALLENGE_LEN]>>>,
+}
+
+impl ScriptedChipVerifier {
+    pub fn new(report: crate::chip::ChipReport) -> Self {
+        Self {
+            report,
+            seen: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The issued challenge of each check, in order.
+    pub fn challenges_seen(&self) -> Vec<Option<[u8; CHALLENGE_LEN]>> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+}
+
+#[async_trait]
+impl crate::chip::ChipVerifier for ScriptedChipVerifier {
+    async fn verify(
+        &self,
+        check: crate::chip::ChipCheck,
+    ) -> Result<crate::chip::ChipReport, crate::chip::ChipVerifierError> {
+        self.seen
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(check.issued_challenge);
+        Ok(self.report.clone())
+    }
 }

@@ -163,6 +163,13 @@ fn world_with(
             barcodes: engines.clone(),
             faces: engines,
             metering: Arc::new(Unmetered),
+            chip_challenges: Arc::new(
+                idconsent_verification::testing::InMemoryChipChallenges::new(),
+            ),
+            chip_verifier: Arc::new(idconsent_verification::chip::NoChipVerifier::new(
+                "no CSCA is trusted in these tests",
+            )),
+            random: Arc::new(OsRandom),
             clock: clock.clone(),
             ids: ids.clone(),
             outbox_written: None,
@@ -201,6 +208,7 @@ fn licence() -> SubmitVerification {
         document_back: Some(b64("back")),
         selfie: b64("selfie"),
         country: "US".into(),
+        ..SubmitVerification::default()
     }
 }
 

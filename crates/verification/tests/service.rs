@@ -70,6 +70,13 @@ fn world() -> World {
             barcodes: engines.clone(),
             faces: engines.clone(),
             metering: Arc::new(Unmetered),
+            chip_challenges: Arc::new(
+                idconsent_verification::testing::InMemoryChipChallenges::new(),
+            ),
+            chip_verifier: Arc::new(idconsent_verification::chip::NoChipVerifier::new(
+                "no CSCA is trusted in these tests",
+            )),
+            random: Arc::new(OsRandom),
             clock: clock.clone(),
             ids: ids.clone(),
             outbox_written: None,
@@ -108,6 +115,7 @@ fn passport(front: &[u8], selfie: &[u8]) -> SubmitVerification {
         document_back: None,
         selfie: b64(selfie),
         country: "SE".into(),
+        ..SubmitVerification::default()
     }
 }
 

@@ -9,7 +9,9 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_e2e::receiver::Receiver;
 use idconsent_e2e::{TestApp, json};
+use idconsent_emrtd::fixtures::{Chip, ChipSpec, Csca, KeyAlgorithm, portrait_jpeg};
 use idconsent_image_analysis::fixtures::{blank, natural, screen};
+use idconsent_kernel::Timestamp;
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -91,6 +93,85 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         &installation_independent(finished),
     );
     contract.event_body("", &installation_independent(event.json()));
+
+    // A chip on a server that trusts no CSCA (the walk's): the details say nothing was proven.
+    let mut issued = json(
+        signed(
+            app,
+            &application,
+            Method::POST,
+            "/v1/identity/chip-challenge",
+            None,
+        )
+        .await,
+        201,
+    )
+    .await;
+    // Standard base64 of 8 random bytes (with `+`, `/`, `=`), which no redaction rule knows.
+    let challenge = BASE64
+        .decode(issued["data"]["challenge"].as_str().unwrap())
+        .unwrap();
+    assert_eq!(challenge.len(), 8);
+    issued["data"]["challenge"] = json!("[base64 of 8 random bytes]");
+    contract.body("POST /v1/identity/chip-challenge", 201, "", &issued);
+    let chip = Chip::build(
+        &ChipSpec::specimen(portrait_jpeg()),
+        &Csca::new(
+            "UT",
+            KeyAlgorithm::P256,
+            Timestamp::from_millis(app.now_millis()),
+        )
+        .issue(
+            KeyAlgorithm::P256,
+            Timestamp::from_millis(app.now_millis() - 86_400_000),
+            Timestamp::from_millis(app.now_millis() + 86_400_000),
+        ),
+    );
+    let body = json!({
+        "documentType": "passport",
+        "documentFront": BASE64.encode(natural(11)),
+        "selfie": BASE64.encode(natural(12)),
+        "country": "SE",
+        "chip": {
+            "dg1": BASE64.encode(&chip.dg1),
+            "dg2": BASE64.encode(&chip.dg2),
+            "sod": BASE64.encode(&chip.sod),
+        },
+        "requiredChecks": ["documentAuthenticity", "dataExtraction"],
+    });
+    let created = json(
+        signed(
+            app,
+            &application,
+            Method::POST,
+            "/v1/identity/verify",
+            Some(&body),
+        )
+        .await,
+        201,
+    )
+    .await;
+    let path = format!(
+        "/v1/identity/verify/{}",
+        created["data"]["verificationId"].as_str().unwrap()
+    );
+    let finished = loop {
+        let data = json(
+            signed(app, &application, Method::GET, &path, None).await,
+            200,
+        )
+        .await;
+        if data["data"]["status"] != "processing" {
+            break data;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    };
+    contract.body(
+        "GET /v1/identity/verify/{verificationId}",
+        200,
+        "chip not checked",
+        &installation_independent(finished),
+    );
     contract
         .response(
             "POST /v1/identity/biometrics/liveness",

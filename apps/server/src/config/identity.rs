@@ -37,6 +37,11 @@ pub struct IdentityArgs {
         default_value_t = idconsent_verification::DEFAULT_SANDBOX_DAILY_CAP
     )]
     pub sandbox_verifications_per_day: u32,
+    /// The directory of trusted CSCA certificates (PEM or DER: `.pem`, `.crt`, `.cer`, `.der`),
+    /// CMS-signed CSCA master lists (`.ml`) and CRLs (`.crl`), read at start. Unset: no CSCA is
+    /// trusted and chip evidence is reported `not_checked`.
+    #[arg(long, env = "IDC_CSCA_DIR", global = true)]
+    pub csca_dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone)]
@@ -47,6 +52,8 @@ pub struct IdentityConfig {
     /// Between two sweeps of orphaned identity images in this process.
     pub image_sweep_interval: Duration,
     pub sandbox_daily_cap: u32,
+    /// `IDC_CSCA_DIR`: the chip verifier's trust store; `None` trusts nothing.
+    pub csca_dir: Option<PathBuf>,
 }
 
 impl IdentityConfig {
@@ -58,6 +65,7 @@ impl IdentityConfig {
             workers: 1,
             image_sweep_interval: IMAGE_SWEEP_INTERVAL,
             sandbox_daily_cap: idconsent_verification::DEFAULT_SANDBOX_DAILY_CAP,
+            csca_dir: None,
         }
     }
 }
@@ -70,6 +78,14 @@ impl IdentityArgs {
                 reason: "must be at least 1".into(),
             });
         }
+        if let Some(dir) = &self.csca_dir
+            && !dir.is_dir()
+        {
+            return Err(ConfigError::Invalid {
+                variable: "IDC_CSCA_DIR",
+                reason: format!("{} is not a directory", dir.display()),
+            });
+        }
         Ok(IdentityConfig {
             models_dir: self
                 .identity_models_dir
@@ -78,6 +94,7 @@ impl IdentityArgs {
             workers: self.identity_workers.min(64),
             image_sweep_interval: IMAGE_SWEEP_INTERVAL,
             sandbox_daily_cap: self.sandbox_verifications_per_day,
+            csca_dir: self.csca_dir,
         })
     }
 }

@@ -55,6 +55,7 @@ macro_rules! contract_on_both_backends {
 mod access;
 mod billing;
 mod blobs;
+mod chip_challenges;
 mod consent;
 mod enduser;
 mod hosted;

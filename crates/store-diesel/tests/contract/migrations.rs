@@ -64,6 +64,7 @@ macro_rules! select_every_table {
             blob_objects,
             blob_chunks,
             identity_sandbox_days,
+            chip_challenges,
         )
     };
 }

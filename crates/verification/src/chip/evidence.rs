@@ -24,7 +24,9 @@ pub const CHALLENGE_LEN: usize = 8;
 
 /// The chip files this service reads. DG3/DG4 (fingerprints, iris) need Extended Access Control
 /// and are never sent; other data groups carry nothing the service uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
 pub enum DataGroup {
     /// The MRZ.
     #[serde(rename = "DG1")]

@@ -4,7 +4,9 @@
 
 mod challenge;
 mod evidence;
+mod judgement;
 mod report;
+mod store;
 
 use std::fmt;
 
@@ -16,11 +18,13 @@ pub use evidence::{
     AaAnswer, ActiveAuthenticationAnswer, CHALLENGE_LEN, ChipEvidence, ChipEvidenceError,
     ChipFiles, DataGroup, MAX_AA_SIGNATURE, MAX_DG1, MAX_DG2, MAX_SMALL_DG, MAX_SOD, SOD_TAG,
 };
+pub use judgement::{ChipDetails, ChipResult, judge_chip, portrait_readable, unverified_chip};
 pub use report::{
     AaKeyType, ActiveAuthentication, ActiveFailure, CertificateRole, ChipAuthentication,
     ChipReport, ContentProblem, CscaAnchor, DocumentSigner, PassiveAuthentication, PassiveFailure,
     PersonalDetails, Portrait, PortraitFormat, Revocation,
 };
+pub use store::{ChallengeStoreError, ChipChallengeStore};
 
 /// One verification to run.
 #[derive(Debug, Clone)]

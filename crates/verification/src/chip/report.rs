@@ -166,7 +166,7 @@ impl ChipAuthentication {
 }
 
 /// The document signer certificate the SOD carried.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DocumentSigner {
     /// RFC 4514 distinguished names.
@@ -179,7 +179,7 @@ pub struct DocumentSigner {
 }
 
 /// The trusted CSCA certificate that issued the document signer.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CscaAnchor {
     pub subject: String,
@@ -199,7 +199,7 @@ pub enum Revocation {
     Revoked,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PortraitFormat {
     Jpeg,

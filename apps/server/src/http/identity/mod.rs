@@ -1,6 +1,7 @@
 //! Identity verification (spec §4.10, CONTRACT §7): signed requests (S). Analysis runs off the
 //! request, in the `identity-analysis` workers.
 
+mod chip;
 mod liveness;
 mod verify;
 mod views;
@@ -15,7 +16,8 @@ pub fn routes(config: &mut ServiceConfig) {
     config
         .service(verify::submit)
         .service(verify::get)
-        .service(liveness::liveness);
+        .service(liveness::liveness)
+        .service(chip::challenge);
 }
 
 /// The application behind a signed request, in the verification domain's terms.

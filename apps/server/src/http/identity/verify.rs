@@ -1,7 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::Timestamp;
-use idconsent_verification::SubmitVerification;
+use idconsent_verification::{ChipInput, SubmitVerification};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -30,6 +30,59 @@ pub struct VerifyIdentityBody {
     selfie: String,
     /// ISO 3166-1 alpha-2, upper case.
     country: String,
+    /// The files read from the document's chip over NFC (passports and ID cards): with a CSCA
+    /// the server trusts, the only way `documentAuthenticity` passes (docs/identity.md).
+    chip: Option<ChipBody>,
+    /// The checks that must pass for `verified` (default `documentAuthenticity`, `faceMatch`,
+    /// `dataExtraction`; `livenessDetection` only when named). Never empty.
+    required_checks: Option<Vec<String>>,
+    /// Default `true`: a chip's authenticity passes only when the chip proved it is not a copy
+    /// (active authentication). `false` accepts passive authentication alone.
+    require_clone_detection: Option<bool>,
+}
+
+/// Each file the base64 of its whole TLV as read from the chip (tag included).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChipBody {
+    /// EF.DG1 (tag 0x61): the MRZ.
+    dg1: String,
+    /// EF.DG2 (tag 0x75): the portrait.
+    dg2: String,
+    /// EF.DG11 (tag 0x6B): additional personal details.
+    dg11: Option<String>,
+    /// EF.DG14 (tag 0x6E): security infos.
+    dg14: Option<String>,
+    /// EF.DG15 (tag 0x6F): the active-authentication public key.
+    dg15: Option<String>,
+    /// EF.SOD (tag 0x77): the document security object.
+    sod: String,
+    /// The chip's answer to a challenge from `POST /v1/identity/chip-challenge`.
+    active_authentication: Option<ActiveAuthenticationBody>,
+}
+
+#[derive(Debug, Deserialize, ToSchema)]
+pub struct ActiveAuthenticationBody {
+    /// Base64 of the 8 bytes issued.
+    challenge: String,
+    /// Base64 of the chip's signature.
+    signature: String,
+}
+
+impl From<ChipBody> for ChipInput {
+    fn from(body: ChipBody) -> Self {
+        ChipInput {
+            dg1: body.dg1,
+            dg2: body.dg2,
+            dg11: body.dg11,
+            dg14: body.dg14,
+            dg15: body.dg15,
+            sod: body.sod,
+            active_authentication: body
+                .active_authentication
+                .map(|answer| (answer.challenge, answer.signature)),
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -58,7 +111,7 @@ pub struct VerificationCreated {
         (status = 401, description = "Signature check failed", body = ErrorBody),
         (status = 409, description = "Idempotency-Key reused with another body", body = ErrorBody),
         (status = 413, description = "An image is over 10 MiB", body = ErrorBody),
-        (status = 422, description = "Unknown document type or country, a missing back, or an image that does not decode within the bounds (size, pixels, sides at most 4:1)", body = ErrorBody),
+        (status = 422, description = "Unknown document type or country, a missing back, an image that does not decode within the bounds (size, pixels, sides at most 4:1), a chip file that is not one TLV with its tag within its bound, an unknown or empty `requiredChecks`, or an active-authentication challenge this application does not hold (never issued, expired, used)", body = ErrorBody),
         (status = 429, description = "The monthly verification quota is used up, or (sandbox keys) the application's verifications for the UTC day; `Retry-After` says when", body = ErrorBody)
     )
 )]
@@ -80,6 +133,9 @@ pub async fn submit(
                         document_back: body.document_back,
                         selfie: body.selfie,
                         country: body.country,
+                        chip: body.chip.map(ChipInput::from),
+                        required_checks: body.required_checks,
+                        require_clone_detection: body.require_clone_detection,
                     },
                 )
                 .await?;

@@ -2,6 +2,7 @@
 //! `verification.completed` event carries, so the two agree field for field.
 
 use idconsent_kernel::Timestamp;
+use idconsent_verification::chip::ChipDetails;
 use idconsent_verification::{CheckResult, Extraction, LivenessSignals, StatusBody, Verification};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -44,8 +45,10 @@ pub struct VerificationStatus {
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct VerificationChecks {
-    /// `passed`, `failed` or `inconclusive` (no security-feature model runs offline: at best
-    /// `inconclusive`; `failed` on inconsistent data).
+    /// `passed` only through a chip whose data the issuing state signed (a CSCA this server
+    /// trusts), and, unless `requireCloneDetection` was `false`, whose active authentication
+    /// passed; `failed` on a failed chip check or inconsistent data; else `inconclusive` (no
+    /// security-feature model runs on photos).
     document_authenticity: &'static str,
     /// `passed`, `failed` or `inconclusive`.
     face_match: &'static str,
@@ -53,6 +56,100 @@ pub struct VerificationChecks {
     liveness_detection: &'static str,
     /// `completed` (every check digit or the barcode's structure holds) or `failed`.
     data_extraction: &'static str,
+    /// The checks that had to pass for `verified` (the request's `requiredChecks`).
+    required: Vec<&'static str>,
+    details: CheckDetailsBody,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CheckDetailsBody {
+    /// What the chip proved; `null` when no chip was sent.
+    #[schema(required = true)]
+    chip: Option<ChipDetailsBody>,
+}
+
+/// CONTRACT §10.
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChipDetailsBody {
+    /// `passed`, `failed`, or `not_checked` (no CSCA is trusted on this server).
+    passive_authentication: String,
+    /// Why it failed: `signature_invalid`, `untrusted_document_signer`,
+    /// `document_signer_expired`, `data_group_hash_mismatch`, `data_group_not_signed`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    passive_failure: Option<String>,
+    /// `passed`, `failed`, `not_supported` (no DG15), `not_attempted` (no answer) or
+    /// `not_checked`.
+    active_authentication: String,
+    /// Why it failed: `signature_invalid`, `key_not_authenticated`, `bad_key`, …
+    #[serde(skip_serializing_if = "Option::is_none")]
+    active_failure: Option<String>,
+    /// `not_verified` (DG14 offers it; only the reader can run it), `not_supported` or
+    /// `not_checked`.
+    chip_authentication: String,
+    /// The data groups whose hash equals the SOD's, e.g. `["DG1", "DG2"]`.
+    data_groups_verified: Vec<String>,
+    #[schema(required = true)]
+    document_signer: Option<DocumentSignerBody>,
+    #[schema(required = true)]
+    csca: Option<CscaBody>,
+    /// The request's `requireCloneDetection`.
+    clone_detection_required: bool,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DocumentSignerBody {
+    /// RFC 4514.
+    subject: String,
+    issuer: String,
+    /// Lowercase hex.
+    serial_number: String,
+    #[schema(value_type = String, format = DateTime)]
+    not_before: Timestamp,
+    #[schema(value_type = String, format = DateTime)]
+    not_after: Timestamp,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CscaBody {
+    subject: String,
+    /// Lowercase hex of its subject key identifier.
+    #[schema(required = true)]
+    key_id: Option<String>,
+}
+
+impl ChipDetailsBody {
+    fn of(details: &ChipDetails) -> Self {
+        Self {
+            passive_authentication: details.passive_authentication.clone(),
+            passive_failure: details.passive_failure.clone(),
+            active_authentication: details.active_authentication.clone(),
+            active_failure: details.active_failure.clone(),
+            chip_authentication: details.chip_authentication.clone(),
+            data_groups_verified: details
+                .data_groups_verified
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            document_signer: details
+                .document_signer
+                .as_ref()
+                .map(|signer| DocumentSignerBody {
+                    subject: signer.subject.clone(),
+                    issuer: signer.issuer.clone(),
+                    serial_number: signer.serial_number.clone(),
+                    not_before: signer.not_before,
+                    not_after: signer.not_after,
+                }),
+            csca: details.csca.as_ref().map(|csca| CscaBody {
+                subject: csca.subject.clone(),
+                key_id: csca.key_id.clone(),
+            }),
+            clone_detection_required: details.clone_detection_required,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -129,12 +226,16 @@ impl VerificationStatus {
             country: body.country.to_owned(),
             confidence: body.confidence,
             checks: body.checks.map(|checks| VerificationChecks {
-                document_authenticity: check(checks.document_authenticity),
-                face_match: check(checks.face_match),
-                liveness_detection: check(checks.liveness_detection),
-                data_extraction: match checks.data_extraction {
+                document_authenticity: check(checks.results.document_authenticity),
+                face_match: check(checks.results.face_match),
+                liveness_detection: check(checks.results.liveness_detection),
+                data_extraction: match checks.results.data_extraction {
                     Extraction::Completed => "completed",
                     Extraction::Failed => "failed",
+                },
+                required: checks.required.iter().map(|name| name.as_str()).collect(),
+                details: CheckDetailsBody {
+                    chip: checks.details.chip.map(ChipDetailsBody::of),
                 },
             }),
             extracted_data: body.extracted_data.map(|data| ExtractedDataBody {
