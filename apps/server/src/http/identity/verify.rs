@@ -7,10 +7,10 @@ use utoipa::ToSchema;
 
 use super::requester;
 use super::views::VerificationStatus;
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
+use idconsent_verification::VerificationService;
 
 /// The body limit of this endpoint: three images of at most 10 MiB are about 40 MiB of base64,
 /// plus the rest of the JSON. Between this and the decoded limit the service answers 413.
@@ -64,13 +64,13 @@ pub struct VerificationCreated {
 )]
 #[post("/v1/identity/verify")]
 pub async fn submit(
-    context: web::Data<AppContext>,
+    identity: web::Data<VerificationService>,
     signed: Signed<IMAGES_BODY_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/identity/verify", || async {
+        .idempotent("POST /v1/identity/verify", || async {
             let body: VerifyIdentityBody = signed.json()?;
-            let identity = &context.identity;
+            let identity = &identity;
             let verification = identity
                 .submit(
                     &requester(&signed.caller),
@@ -110,14 +110,11 @@ pub async fn submit(
 )]
 #[get("/v1/identity/verify/{verificationId}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    identity: web::Data<VerificationService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let verification = context
-        .identity
-        .get(&requester(&signed.caller), &id)
-        .await?;
+    let verification = identity.get(&requester(&signed.caller), &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Verification",

@@ -5,11 +5,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::{MerchantBody, SessionBody, UserBody};
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 use crate::http::send_limits;
+use idconsent_merchant::MerchantService;
+use idconsent_notification::SendLimits;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -53,13 +54,13 @@ pub struct Registration {
 )]
 #[post("/v1/merchants/register")]
 pub async fn register(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(&context, &req, None).await?;
-    let registered = context
-        .merchants
+    send_limits::admit(&send_limits, &req, None).await?;
+    let registered = merchants
         .register(RegisterRequest {
             business_name: body.business_name,
             contact_name: body.contact_name,

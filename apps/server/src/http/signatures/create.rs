@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ErrorBody};
+use idconsent_signature::SignatureService;
 
 /// The body limit of this endpoint: a 20 MiB document is about 26.7 MiB of base64, plus the
 /// rest of the JSON. Between this and the decoded limit the service answers 413 itself.
@@ -77,13 +77,13 @@ pub struct CreatedSigner {
 )]
 #[post("/v1/signature/documents")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    signatures: web::Data<SignatureService>,
     signed: Signed<DOCUMENT_BODY_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/signature/documents", || async {
+        .idempotent("POST /v1/signature/documents", || async {
             let body: CreateSignatureBody = signed.json()?;
-            let signatures = &context.signatures;
+            let signatures = &signatures;
             let request = signatures
                 .create(
                     &requester(&signed.caller),

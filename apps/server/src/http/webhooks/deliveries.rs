@@ -5,10 +5,10 @@ use idconsent_webhook::Delivery;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
+use idconsent_webhook::DeliveryLog;
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct DeliveryQuery {
@@ -94,14 +94,13 @@ pub struct DeliveryList {
 )]
 #[get("/v1/webhooks/deliveries")]
 pub async fn list(
-    context: web::Data<AppContext>,
+    webhooks: web::Data<DeliveryLog>,
     signed: Signed,
     query: web::Query<DeliveryQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::new(query.page, query.limit)?;
     let caller = &signed.caller;
-    let page = context
-        .webhooks
+    let page = webhooks
         .list(
             &caller.application.id,
             caller.environment,
@@ -137,13 +136,12 @@ pub struct DeliveryData {
 )]
 #[post("/v1/webhooks/deliveries/{id}/retry")]
 pub async fn retry(
-    context: web::Data<AppContext>,
+    webhooks: web::Data<DeliveryLog>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = &signed.caller;
-    let delivery = context
-        .webhooks
+    let delivery = webhooks
         .retry(&caller.application.id, caller.environment, &id)
         .await?;
     Ok(respond(
