@@ -158,7 +158,7 @@ mod contract {
 
     use idconsent_webhook::testing::InMemoryDeliveries;
 
-    use super::{InMemorySessions, TextQr};
+    use super::InMemorySessions;
     use crate::contract::Stores;
 
     async fn stores() -> Option<(Stores, ())> {

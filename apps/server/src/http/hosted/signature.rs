@@ -52,7 +52,6 @@ async fn request(signatures: &SignatureService, id: &str) -> Result<SignatureReq
 )]
 #[get("/sign/{id}")]
 pub async fn page(
-    hosted: web::Data<HostedApprovals>,
     signatures: web::Data<SignatureService>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {

@@ -121,19 +121,19 @@ pub async fn metrics(metrics: web::Data<Metrics>) -> Result<HttpResponse, ApiErr
 // the contract test's OPEN_SCHEMAS).
 #[utoipa::path(tag = "system", responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
 #[get("/openapi.json")]
-pub async fn openapi_json(docs: web::Data<ApiDocs>) -> HttpResponse {
+pub async fn openapi_json(api_docs: web::Data<ApiDocs>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
-        .body(docs.json.clone())
+        .body(api_docs.json.clone())
 }
 
 /// This API as a readable HTML reference.
 #[utoipa::path(tag = "system", responses((status = 200, description = "HTML reference", content_type = "text/html", body = String)))]
 #[get("/docs")]
-pub async fn docs(docs: web::Data<ApiDocs>) -> HttpResponse {
+pub async fn docs(api_docs: web::Data<ApiDocs>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
-        .body(docs.html.clone())
+        .body(api_docs.html.clone())
 }
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
