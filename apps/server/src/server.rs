@@ -88,7 +88,7 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let health = Arc::new(DatabaseHealth::new(metrics.clone()));
     let app = http::AppData {
         config: deployment.config.clone(),
-        docs: web::Data::new(ApiDocs::build(mode)),
+        docs: web::Data::new(ApiDocs::build(|config| http::routes(config, mode))),
         metrics: web::Data::from(metrics),
         health: web::Data::from(health.clone()),
         request_ids: web::Data::new(deployment.request_ids.clone()),

@@ -174,6 +174,11 @@ fn malformed(error: &serde_json::Error) -> ApiError {
     ApiError::bad_request(format!("Malformed JSON: {error}"))
 }
 
+/// A shared service as a handler argument, for an area's `register`.
+pub(crate) fn data<T: ?Sized>(service: &std::sync::Arc<T>) -> web::Data<T> {
+    web::Data::from(service.clone())
+}
+
 /// What an extractor needs from the app: a service its area registered (a missing one is a
 /// wiring mistake, hence 500).
 pub(crate) fn app_data<T: ?Sized + 'static>(req: &HttpRequest) -> Result<web::Data<T>, ApiError> {

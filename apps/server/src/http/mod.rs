@@ -34,7 +34,7 @@ use crate::config::{Config, Mode};
 use crate::health::DatabaseHealth;
 use crate::wiring::{RequestIds, Services};
 use error::ApiError;
-use extract::OperatorToken;
+use extract::{OperatorToken, data};
 use metrics::Metrics;
 use openapi::ApiDocs;
 
@@ -61,11 +61,6 @@ impl AppData {
             .app_data(self.health.clone())
             .app_data(self.request_ids.clone());
     }
-}
-
-/// A shared service as a handler argument.
-pub(crate) fn data<T: ?Sized>(service: &Arc<T>) -> web::Data<T> {
-    web::Data::from(service.clone())
 }
 
 /// Each area registers the services its handlers take; the doors every area passes — signed

@@ -22,6 +22,6 @@ pub fn routes(config: &mut ServiceConfig) {
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
     config
-        .app_data(crate::http::data(&services.billing))
-        .app_data(crate::http::data(&services.oauth_keys));
+        .app_data(crate::http::extract::data(&services.billing))
+        .app_data(crate::http::extract::data(&services.oauth_keys));
 }

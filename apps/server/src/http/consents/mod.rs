@@ -23,9 +23,9 @@ pub fn routes(config: &mut ServiceConfig) {
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
     config
-        .app_data(crate::http::data(&services.consents))
-        .app_data(crate::http::data(&services.consent_approvals))
-        .app_data(crate::http::data(&services.endusers));
+        .app_data(crate::http::extract::data(&services.consents))
+        .app_data(crate::http::extract::data(&services.consent_approvals))
+        .app_data(crate::http::extract::data(&services.endusers));
 }
 
 /// The application behind a signed request, in the consent domain's terms.

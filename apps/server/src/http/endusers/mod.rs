@@ -46,8 +46,8 @@ pub fn routes(config: &mut ServiceConfig) {
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
     config
-        .app_data(crate::http::data(&services.endusers))
-        .app_data(crate::http::data(&services.send_limits));
+        .app_data(crate::http::extract::data(&services.endusers))
+        .app_data(crate::http::extract::data(&services.send_limits));
 }
 
 impl From<EndUserError> for ApiError {

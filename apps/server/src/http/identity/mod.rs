@@ -20,7 +20,7 @@ pub fn routes(config: &mut ServiceConfig) {
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
-    config.app_data(crate::http::data(&services.identity));
+    config.app_data(crate::http::extract::data(&services.identity));
 }
 
 /// The application behind a signed request, in the verification domain's terms.

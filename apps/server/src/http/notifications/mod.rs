@@ -8,5 +8,5 @@ pub use test_message::send_test_message;
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
-    config.app_data(crate::http::data(&services.notifier));
+    config.app_data(crate::http::extract::data(&services.notifier));
 }

@@ -33,7 +33,7 @@ pub fn routes(config: &mut ServiceConfig) {
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
     config
-        .app_data(crate::http::data(&services.oauth))
+        .app_data(crate::http::extract::data(&services.oauth))
         .app_data(actix_web::web::Data::new(services.page_nonces.clone()));
 }
 

@@ -22,7 +22,7 @@ pub fn routes(config: &mut utoipa_actix_web::service_config::ServiceConfig) {
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
-    config.app_data(crate::http::data(&services.qr_codes));
+    config.app_data(crate::http::extract::data(&services.qr_codes));
 }
 
 impl From<QrCodeError> for ApiError {

@@ -20,7 +20,7 @@ pub fn routes(config: &mut ServiceConfig) {
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
-    config.app_data(crate::http::data(&services.signatures));
+    config.app_data(crate::http::extract::data(&services.signatures));
 }
 
 /// The application behind a signed request, in the signature domain's terms.

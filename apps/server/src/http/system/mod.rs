@@ -138,5 +138,5 @@ pub async fn docs(api_docs: web::Data<ApiDocs>) -> HttpResponse {
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
-    config.app_data(crate::http::data(&services.system));
+    config.app_data(crate::http::extract::data(&services.system));
 }

@@ -10,7 +10,7 @@ pub fn routes(config: &mut ServiceConfig) {
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
-    config.app_data(crate::http::data(&services.webhooks));
+    config.app_data(crate::http::extract::data(&services.webhooks));
 }
 
 impl From<idconsent_webhook::DeliveryLogError> for crate::http::error::ApiError {
