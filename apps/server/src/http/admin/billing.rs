@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_billing::BillingService;
 use idconsent_billing::CustomLimits;
 use serde::{Deserialize, Deserializer};
 use utoipa::ToSchema;
@@ -10,7 +11,6 @@ use crate::http::billing::views::{ClosedPeriodView, InvoiceData, PlanView};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, Operator};
-use idconsent_billing::BillingService;
 
 /// Custom limits of an enterprise plan; absent fields keep the plan's standard values.
 #[derive(Debug, Deserialize, ToSchema)]

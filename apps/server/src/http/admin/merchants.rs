@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::PageRequest;
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -8,7 +9,6 @@ use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, Operator};
 use crate::http::merchants::views::MerchantBody;
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct MerchantQuery {

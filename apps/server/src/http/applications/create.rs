@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_merchant::ApplicationInput;
+use idconsent_merchant::MerchantService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -8,7 +9,6 @@ use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
 use crate::http::auth::MerchantSession;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_merchant::MerchantService;
 
 /// A new application: `name` and `callbackUrl` are required (missing or `null` → 400).
 #[derive(Debug, Deserialize, ToSchema)]

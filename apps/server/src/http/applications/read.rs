@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::PageRequest;
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -8,7 +9,6 @@ use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct PageQuery {

@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_kernel::Timestamp;
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -9,7 +10,6 @@ use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct RotateKeyBody {

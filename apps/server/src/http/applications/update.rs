@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, patch, web};
+use idconsent_merchant::MerchantService;
 
 use super::create::ApplicationRequest;
 use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
 use crate::http::auth::MerchantSession;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_merchant::MerchantService;
 
 /// Changes name, callback URL, redirect URIs or request types; absent fields stay.
 #[utoipa::path(

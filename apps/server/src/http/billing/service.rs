@@ -2,13 +2,13 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_billing::BillingService;
 use idconsent_kernel::PageRequest;
 
 use super::views::{InvoiceList, InvoiceQuery, UsageView};
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_billing::BillingService;
 
 /// The merchant's invoices, newest month first (spec §4.12).
 #[utoipa::path(

@@ -1,6 +1,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, get, web};
+use idconsent_consent::ConsentService;
 use idconsent_consent::Session;
+use idconsent_enduser::EndUserService;
 use idconsent_kernel::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -10,8 +12,6 @@ use crate::http::auth::{API_KEY, Signed};
 use crate::http::endusers::AppUser;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_consent::ConsentService;
-use idconsent_enduser::EndUserService;
 
 /// A consent session as its application (or its recipient's app) reads it. The `consent.*`
 /// webhooks carry the same fields (CONTRACT §8).

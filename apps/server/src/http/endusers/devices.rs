@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, get, post, web};
 use idconsent_enduser::Device;
+use idconsent_enduser::EndUserService;
 use idconsent_kernel::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -8,7 +9,6 @@ use utoipa::ToSchema;
 use super::AppUser;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_enduser::EndUserService;
 
 /// One of the user's devices: one passkey on one installation of the app.
 #[derive(Debug, Serialize, ToSchema)]

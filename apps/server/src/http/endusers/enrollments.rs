@@ -1,7 +1,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use idconsent_enduser::EndUserService;
 use idconsent_enduser::{Audience, EnrollRequest, Enrollment};
 use idconsent_kernel::Timestamp;
+use idconsent_notification::SendLimits;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -13,8 +15,6 @@ use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 use crate::http::send_limits;
-use idconsent_enduser::EndUserService;
-use idconsent_notification::SendLimits;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,5 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_enduser::DeviceStatus;
+use idconsent_enduser::EndUserService;
 use idconsent_enduser::Purpose;
 use idconsent_kernel::ValidationErrors;
 use serde::{Deserialize, Serialize};
@@ -7,12 +9,10 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::installation;
-use idconsent_enduser::DeviceStatus;
 
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_enduser::EndUserService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

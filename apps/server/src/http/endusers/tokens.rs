@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_enduser::EndUserService;
 use idconsent_enduser::TokenPair;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -9,7 +10,6 @@ use super::required_installation;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_enduser::EndUserService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

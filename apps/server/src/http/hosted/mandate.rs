@@ -4,9 +4,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use idconsent_approval::Purpose;
+use idconsent_hosted::HostedApprovals;
 use idconsent_hosted::HostedError;
 use idconsent_kernel::{OsRandom, RandomSource};
 use idconsent_mandate::MandateApprovals;
+use idconsent_notification::SendLimits;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -19,8 +21,6 @@ use super::steps::{
 use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_hosted::HostedApprovals;
-use idconsent_notification::SendLimits;
 
 fn purpose(id: &str) -> Purpose {
     Purpose::new(MandateApprovals::KIND, id)

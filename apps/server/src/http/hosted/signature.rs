@@ -7,8 +7,11 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use idconsent_approval::Purpose;
+use idconsent_hosted::HostedApprovals;
 use idconsent_kernel::{OsRandom, RandomSource};
+use idconsent_notification::SendLimits;
 use idconsent_signature::SignatureApprovals;
+use idconsent_signature::SignatureService;
 use idconsent_signature::{RequestStatus, SignatureError, SignatureRequest};
 use serde::Deserialize;
 use serde_json::Value;
@@ -22,9 +25,6 @@ use super::steps::{
 use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_hosted::HostedApprovals;
-use idconsent_notification::SendLimits;
-use idconsent_signature::SignatureService;
 
 /// The purpose of one signer of one request.
 fn purpose(id: &str, email: &str) -> Purpose {

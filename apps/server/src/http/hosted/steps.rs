@@ -5,16 +5,16 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::USER_AGENT;
 use actix_web::{HttpRequest, HttpResponse};
 use idconsent_approval::{Decision, Purpose};
+use idconsent_hosted::HostedApprovals;
 use idconsent_hosted::{Answer, Client};
 use idconsent_kernel::ValidationErrors;
+use idconsent_notification::SendLimits;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::http::envelope::{Empty, respond};
 use crate::http::error::ApiError;
-use idconsent_hosted::HostedApprovals;
-use idconsent_notification::SendLimits;
 
 use crate::http::send_limits;
 

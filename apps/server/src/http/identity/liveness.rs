@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_verification::VerificationService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -9,7 +10,6 @@ use super::views::{LivenessSignalsBody, check};
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_verification::VerificationService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LivenessBody {

@@ -2,6 +2,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::Timestamp;
 use idconsent_verification::SubmitVerification;
+use idconsent_verification::VerificationService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -10,7 +11,6 @@ use super::views::VerificationStatus;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_verification::VerificationService;
 
 /// The body limit of this endpoint: three images of at most 10 MiB are about 40 MiB of base64,
 /// plus the rest of the JSON. Between this and the decoded limit the service answers 413.

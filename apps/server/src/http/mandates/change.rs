@@ -2,6 +2,7 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, put, web};
 use idconsent_kernel::ValidationErrors;
 use idconsent_mandate::ChangeMandate;
+use idconsent_mandate::MandateService;
 use serde::{Deserialize, Deserializer};
 use utoipa::ToSchema;
 
@@ -9,7 +10,6 @@ use super::{MandateView, requester};
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_mandate::MandateService;
 
 /// A present field, `null` included: `Some(None)` for `null`, `None` (by `default`) when absent.
 fn present<'de, D: Deserializer<'de>, T: Deserialize<'de>>(

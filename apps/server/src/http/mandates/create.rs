@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_mandate::CreateMandate;
+use idconsent_mandate::MandateService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -8,7 +9,6 @@ use super::{MandateView, requester};
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_mandate::MandateService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

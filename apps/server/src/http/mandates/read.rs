@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::PageRequest;
+use idconsent_mandate::MandateService;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
@@ -8,7 +9,6 @@ use super::{MandateView, requester};
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_mandate::MandateService;
 
 /// A mandate as its creator sees it.
 #[utoipa::path(

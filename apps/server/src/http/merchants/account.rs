@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_merchant::MerchantService;
 
 use super::views::AccountBody;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_merchant::MerchantService;
 
 /// The account, the signed-in member, uploaded documents and the go-live checklist.
 #[utoipa::path(

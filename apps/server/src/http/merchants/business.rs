@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, patch, web};
 use idconsent_merchant::BusinessPatch;
+use idconsent_merchant::MerchantService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -9,7 +10,6 @@ use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_merchant::MerchantService;
 
 /// Business profile fields (spec §2.4); absent fields keep their value.
 #[derive(Debug, Deserialize, ToSchema)]

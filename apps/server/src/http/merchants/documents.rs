@@ -3,6 +3,7 @@ use actix_web::{HttpResponse, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::ValidationErrors;
+use idconsent_merchant::MerchantService;
 use idconsent_merchant::{DocumentUpload, MAX_DOCUMENT_BYTES};
 use serde::Deserialize;
 use utoipa::ToSchema;
@@ -12,7 +13,6 @@ use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, FILE_LIMIT};
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Review {

@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -7,7 +8,6 @@ use super::views::SessionBody;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct LoginBody {

@@ -1,6 +1,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
 use idconsent_merchant::RegisterRequest;
+use idconsent_notification::SendLimits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -9,8 +11,6 @@ use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
 use crate::http::send_limits;
-use idconsent_merchant::MerchantService;
-use idconsent_notification::SendLimits;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

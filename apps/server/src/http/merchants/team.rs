@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, get, post, web};
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -8,7 +9,6 @@ use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
-use idconsent_merchant::MerchantService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct InviteBody {

@@ -1,13 +1,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::{Timestamp, ValidationErrors};
+use idconsent_notification::Notifier;
 use idconsent_notification::{Address, Message};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_notification::Notifier;
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct MailboxQuery {

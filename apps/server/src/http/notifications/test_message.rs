@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_kernel::ValidationErrors;
+use idconsent_notification::Notifier;
 use idconsent_notification::{Address, NewMessage, NotificationSender};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -8,7 +9,6 @@ use utoipa::ToSchema;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, Operator};
-use idconsent_notification::Notifier;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct TestMessageRequest {

@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use idconsent_oauth::OAuthService;
 use idconsent_oauth::{ActiveToken, TokenGrant, UserInfo};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -10,7 +11,6 @@ use crate::http::consents::requester;
 use crate::http::envelope::{Empty, Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::bearer_token;
-use idconsent_oauth::OAuthService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]

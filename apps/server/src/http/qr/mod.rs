@@ -6,6 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::{QrFormat, Timestamp};
+use idconsent_qrcode::QrCodeService;
 use idconsent_qrcode::{GenerateQr, QrCodeError, QrRequester, StoredQr};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -14,7 +15,6 @@ use crate::config::Config;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_qrcode::QrCodeService;
 
 pub fn routes(config: &mut utoipa_actix_web::service_config::ServiceConfig) {
     config.service(generate).service(image).service(status);

@@ -1,6 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_kernel::Timestamp;
+use idconsent_signature::SignatureService;
 use idconsent_signature::{CreateRequest, SignerInput};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -9,7 +10,6 @@ use super::requester;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_signature::SignatureService;
 
 /// The body limit of this endpoint: a 20 MiB document is about 26.7 MiB of base64, plus the
 /// rest of the JSON. Between this and the decoded limit the service answers 413 itself.

@@ -2,6 +2,7 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::Timestamp;
+use idconsent_signature::SignatureService;
 use idconsent_signature::{SignatureRequest, StatusBody};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -10,7 +11,6 @@ use super::requester;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_signature::SignatureService;
 
 /// A signature request's status (spec §2.6). `signature.completed` carries the same fields.
 #[derive(Debug, Serialize, ToSchema)]

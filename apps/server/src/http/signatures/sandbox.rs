@@ -1,5 +1,6 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_signature::SignatureService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
@@ -8,7 +9,6 @@ use super::requester;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_signature::SignatureService;
 
 #[derive(Debug, Deserialize, ToSchema)]
 pub struct SandboxSignBody {

@@ -2,6 +2,7 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_kernel::FieldError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -13,7 +14,6 @@ use crate::http::error::{
 use crate::http::metrics::Metrics;
 use crate::http::openapi::ApiDocs;
 use crate::wiring::SystemStatus;
-use idconsent_kernel::FieldError;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {

@@ -2,13 +2,13 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::{PageRequest, Timestamp};
 use idconsent_webhook::Delivery;
+use idconsent_webhook::DeliveryLog;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
-use idconsent_webhook::DeliveryLog;
 
 #[derive(Debug, Deserialize, IntoParams)]
 pub struct DeliveryQuery {
