@@ -76,7 +76,86 @@ fn percent_encode(text: &str, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use idconsent_consent::{Session, Transaction};
+    use idconsent_kernel::id::TypedId;
+    use idconsent_kernel::{Currency, Environment, Intent, Money, PhoneNumber, Timestamp};
+
     use super::*;
+    use crate::model::AccessRequest;
+    use crate::pkce::ChallengeMethod;
+
+    fn status(session: SessionStatus, code: Option<&str>, state: Option<&str>) -> RequestStatus {
+        let created = Timestamp::from_millis(1_764_000_000_000);
+        let session = Session {
+            id: TypedId::parse("cs_01JDKX0000000000000000000Z").unwrap(),
+            application_id: TypedId::parse("app_01JDKX0000000000000000000Z").unwrap(),
+            client_id: TypedId::parse("cli_01JDKX0000000000000000000Z").unwrap(),
+            environment: Environment::Live,
+            recipient: PhoneNumber::parse("+15551234567").unwrap(),
+            intent: Intent::Oauth,
+            transaction: Transaction {
+                kind: "oauth".into(),
+                description: "Share your verified phone".into(),
+                amount: Money::from_minor(0, Currency::parse("USD").unwrap()).unwrap(),
+                payee: "Example Shop".into(),
+            },
+            callback_url: "https://shop.example/hooks".into(),
+            status: session,
+            created_at: created,
+            expires_at: created.plus(Duration::from_secs(300)),
+            decided_at: None,
+        };
+        RequestStatus {
+            request: AccessRequest {
+                session_id: session.id.clone(),
+                application_id: session.application_id.clone(),
+                client_id: session.client_id.clone(),
+                environment: session.environment,
+                redirect_uri: "https://shop.example/cb?shop=1".into(),
+                code_challenge: "c".repeat(43),
+                code_challenge_method: ChallengeMethod::S256,
+                claims: Vec::new(),
+                scopes: Vec::new(),
+                state: state.map(str::to_owned),
+                description: None,
+                created_at: created,
+            },
+            session,
+            grant: None,
+            claims: None,
+            code: code.map(str::to_owned),
+            now: created.plus(Duration::from_secs(1)),
+        }
+    }
+
+    #[test]
+    fn a_decided_request_redirects_with_its_code_or_its_refusal_and_the_state() {
+        assert_eq!(
+            status(SessionStatus::Pending, None, Some("s")).redirect(),
+            None
+        );
+        assert_eq!(
+            status(SessionStatus::Approved, Some("ac_1"), Some("a b")).redirect(),
+            Some("https://shop.example/cb?shop=1&code=ac_1&state=a%20b".into())
+        );
+        // A spent or expired code is never sent again: the state alone.
+        assert_eq!(
+            status(SessionStatus::Approved, None, Some("s")).redirect(),
+            Some("https://shop.example/cb?shop=1&state=s".into())
+        );
+        assert_eq!(
+            status(SessionStatus::Rejected, None, None).redirect(),
+            Some("https://shop.example/cb?shop=1&error=access_denied".into())
+        );
+        let mut expired = status(SessionStatus::Pending, None, Some("s"));
+        expired.now = expired.session.expires_at;
+        assert_eq!(
+            expired.redirect(),
+            Some("https://shop.example/cb?shop=1&error=access_denied&state=s".into())
+        );
+    }
 
     #[test]
     fn parameters_are_appended_and_encoded() {
