@@ -1,5 +1,5 @@
 //! `authenticate/complete` (issue 5): a real passkey assertion verified against its challenge,
-//! then the state change it buys, through the real wiring (`AppContext` on a SQLite file,
+//! then the state change it buys, through the real wiring (`Deployment` on a SQLite file,
 //! `idconsent-webauthn` with ring for assertions, the diesel store). A software passkey signs in
 //! the untimed setup of every iteration; only `EndUserService::authenticate_complete` is timed.
 //!
@@ -15,15 +15,15 @@ use std::time::Duration;
 use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use idconsent_consent::{
-    ConsentService, ConsentSettings, CreateRequest, Decision, FloodLimits, RecipientDirectory,
-    Requester, StoreError as ConsentStoreError, TransactionInput,
+    ConsentPorts, ConsentService, ConsentSettings, CreateRequest, Decision, FloodLimits,
+    RecipientDirectory, Requester, StoreError as ConsentStoreError, TransactionInput,
 };
 use idconsent_enduser::ports::{ChallengeRepository, DeviceRepository, PasskeyCeremony, Spent};
 use idconsent_enduser::{Challenge, EnrollRequest};
 use idconsent_kernel::id::{ChallengeId, TypedId};
 use idconsent_kernel::{Environment, PhoneNumber};
 use idconsent_passkey_soft::SoftPasskey;
-use idconsent_server::context::AppContext;
+use idconsent_server::wiring::Deployment;
 use idconsent_store_diesel::{DieselEndUserStore, DieselSessionStore};
 use idconsent_webauthn::WebauthnCeremony;
 use idconsent_webhook::Outbox;
@@ -48,11 +48,11 @@ impl RecipientDirectory for Anyone {
 
 struct Bench {
     runtime: Runtime,
-    context: AppContext,
+    context: Deployment,
     store: DieselEndUserStore,
     passkey: SoftPasskey,
     requester: Requester,
-    /// Creates the sessions to approve. The same tables as `context.consents`, but without the
+    /// Creates the sessions to approve. The same tables as the wired consent service, but without the
     /// flood limits (5 pending per application, 30 an hour per recipient), which a bench
     /// approving thousands of sessions for one phone would hit at once.
     creator: ConsentService,
@@ -68,19 +68,22 @@ impl Bench {
             dir,
         } = common::wired();
         let creator = ConsentService::new(
-            Arc::new(DieselSessionStore::new(db.clone())),
-            Arc::new(Anyone),
-            Arc::new(idconsent_kernel::Unmetered),
-            common::clock(),
-            common::ids(),
-            None,
+            ConsentPorts {
+                sessions: Arc::new(DieselSessionStore::new(db.clone())),
+                recipients: Arc::new(Anyone),
+                metering: Arc::new(idconsent_kernel::Unmetered),
+                clock: common::clock(),
+                ids: common::ids(),
+                outbox_written: None,
+                qr: Arc::new(idconsent_qr_render::QrCodegenRenderer::default()),
+            },
             ConsentSettings {
                 flood: FloodLimits {
                     pending_per_application: u32::MAX,
                     per_window: u32::MAX,
                     window: Duration::from_secs(1),
                 },
-                ..context.consents.settings().clone()
+                ..context.services.consents.settings().clone()
             },
         );
         let mut passkey = SoftPasskey::new().unwrap();
@@ -103,7 +106,12 @@ impl Bench {
     fn begin_and_sign(&mut self, purpose: &str, id: Option<String>) -> (String, Value) {
         let begun = self
             .runtime
-            .block_on(self.context.endusers.authenticate_begin(PHONE, purpose, id))
+            .block_on(
+                self.context
+                    .services
+                    .endusers
+                    .authenticate_begin(PHONE, purpose, id),
+            )
             .unwrap();
         let credential = self.passkey.authenticate(ORIGIN, &begun.options).unwrap();
         (begun.challenge_id.to_string(), credential)
@@ -134,23 +142,24 @@ impl Bench {
             )
             .await
             .unwrap()
+            .session
     }
 
     fn complete(&self, challenge_id: &str, credential: &Value) -> String {
         self.runtime
-            .block_on(
-                self.context
-                    .endusers
-                    .authenticate_complete(challenge_id, credential, true),
-            )
+            .block_on(self.context.services.endusers.authenticate_complete(
+                challenge_id,
+                credential,
+                true,
+            ))
             .unwrap()
             .status
     }
 }
 
 /// Enrollment as the app does it (CONTRACT §3): SMS code, passkey registration, verification.
-async fn enroll(context: &AppContext, passkey: &mut SoftPasskey, phone: &str) {
-    let endusers = &context.endusers;
+async fn enroll(context: &Deployment, passkey: &mut SoftPasskey, phone: &str) {
+    let endusers = &context.services.endusers;
     let enrollment = endusers
         .enroll(
             EnrollRequest {
@@ -165,6 +174,7 @@ async fn enroll(context: &AppContext, passkey: &mut SoftPasskey, phone: &str) {
         .await
         .unwrap();
     let messages = context
+        .services
         .notifier
         .sent_to(&idconsent_notification::Address::parse(phone).unwrap(), 10)
         .await
@@ -198,7 +208,7 @@ async fn enroll(context: &AppContext, passkey: &mut SoftPasskey, phone: &str) {
 }
 
 /// A merchant with one application, as the consent's requester (sandbox).
-async fn merchant_application(context: &AppContext) -> Requester {
+async fn merchant_application(context: &Deployment) -> Requester {
     let created =
         common::merchant_application(context, "https://merchant.example/hooks", None).await;
     let application = created.view.application;
@@ -289,6 +299,7 @@ fn concurrent_approvals(c: &mut Criterion, bench: &mut Bench) {
                             let session = bench.session_for(phone).await;
                             bench
                                 .context
+                                .services
                                 .endusers
                                 .authenticate_begin(phone, "consent", Some(session.id.to_string()))
                                 .await
@@ -306,6 +317,7 @@ fn concurrent_approvals(c: &mut Criterion, bench: &mut Bench) {
                             |(challenge, credential)| {
                                 bench
                                     .context
+                                    .services
                                     .endusers
                                     .authenticate_complete(challenge, credential, true)
                             },
@@ -382,7 +394,7 @@ fn steps(bench: &mut Bench, rounds: usize) {
         );
         mark(3);
         let loaded = rt
-            .block_on(context.consents.load(session.id.as_str()))
+            .block_on(context.services.consents.load(session.id.as_str()))
             .unwrap();
         mark(4);
         let also = vec![Outbox::new(
@@ -394,7 +406,7 @@ fn steps(bench: &mut Bench, rounds: usize) {
             json!({"challengeId": challenge_id, "phone": PHONE}),
             &[CALLBACK],
         )];
-        rt.block_on(context.consents.decide(
+        rt.block_on(context.services.consents.decide(
             loaded,
             Decision::Approve,
             idconsent_webhook::Effects::events(also),
@@ -547,7 +559,10 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
     let any_session = bench.new_session();
     let session_id = any_session.id.to_string();
     group.bench_function("store/read consent session", |b| {
-        b.iter(|| rt.block_on(context.consents.load(&session_id)).unwrap());
+        b.iter(|| {
+            rt.block_on(context.services.consents.load(&session_id))
+                .unwrap()
+        });
     });
     group.bench_function("store/write decide consent (+2 outbox rows)", |b| {
         b.iter_batched(
@@ -562,7 +577,7 @@ fn parts(c: &mut Criterion, bench: &mut Bench) {
                     json!({"challengeId": challenge_id, "phone": PHONE}),
                     &[CALLBACK],
                 )];
-                rt.block_on(context.consents.decide(
+                rt.block_on(context.services.consents.decide(
                     session,
                     Decision::Approve,
                     idconsent_webhook::Effects::events(also),

@@ -62,6 +62,7 @@ fn signed_request(c: &mut Criterion) {
             |(timestamp, signature, body)| {
                 runtime.block_on(async {
                     let identified = context
+                        .services
                         .requests
                         .access
                         .identify(SignedHeaders {
@@ -72,6 +73,7 @@ fn signed_request(c: &mut Criterion) {
                         .await
                         .unwrap();
                     context
+                        .services
                         .requests
                         .access
                         .verify(identified, &body)
@@ -90,6 +92,7 @@ fn signed_request(c: &mut Criterion) {
         b.iter(|| {
             runtime.block_on(async {
                 context
+                    .services
                     .requests
                     .access
                     .identify(SignedHeaders {

@@ -18,8 +18,8 @@ use idconsent_access::Caller;
 use idconsent_access::SignedHeaders;
 use idconsent_consent::Decision;
 use idconsent_oauth::CreateAccessRequest;
-use idconsent_server::context::AppContext;
 use idconsent_server::http::consents::requester;
+use idconsent_server::wiring::Deployment;
 
 const REDIRECT: &str = "https://shop.example/oauth/callback";
 /// RFC 7636 appendix B.
@@ -35,7 +35,7 @@ fn now_millis() -> i64 {
 
 struct Bench {
     runtime: tokio::runtime::Runtime,
-    context: AppContext,
+    context: Deployment,
     caller: Caller,
     api_key: String,
     secret: String,
@@ -73,11 +73,12 @@ impl Bench {
         }
     }
 
-    async fn identify_with(context: &AppContext, api_key: &str, secret: &str) -> Caller {
+    async fn identify_with(context: &Deployment, api_key: &str, secret: &str) -> Caller {
         let timestamp = now_millis().to_string();
         let signature =
             idconsent_auth_hmac::sign_request(secret.as_bytes(), api_key, &timestamp, b"{}");
         let identified = context
+            .services
             .requests
             .access
             .identify(SignedHeaders {
@@ -88,6 +89,7 @@ impl Bench {
             .await
             .unwrap();
         context
+            .services
             .requests
             .access
             .verify(identified, b"{}")
@@ -102,7 +104,8 @@ impl Bench {
         let context = &self.context;
         let requester = requester(&self.caller);
         let code = self.runtime.block_on(async {
-            let (session, _) = context
+            let session = context
+                .services
                 .oauth
                 .create(
                     &requester,
@@ -121,13 +124,16 @@ impl Bench {
                     },
                 )
                 .await
-                .unwrap();
+                .unwrap()
+                .session;
             let session = context
+                .services
                 .consents
                 .sandbox_session(&requester, session.id.as_str())
                 .await
                 .unwrap();
             let session = context
+                .services
                 .oauth
                 .decide(
                     session,
@@ -138,6 +144,7 @@ impl Bench {
                 .await
                 .unwrap();
             let status = context
+                .services
                 .oauth
                 .status(&requester, session.id.as_str())
                 .await
@@ -175,6 +182,7 @@ impl Bench {
             for request in &prepared {
                 let requester = if signed {
                     let identified = context
+                        .services
                         .requests
                         .access
                         .identify(SignedHeaders {
@@ -185,6 +193,7 @@ impl Bench {
                         .await
                         .unwrap();
                     let caller = context
+                        .services
                         .requests
                         .access
                         .verify(identified, &request.body)
@@ -195,6 +204,7 @@ impl Bench {
                     fallback.clone()
                 };
                 let granted = context
+                    .services
                     .oauth
                     .exchange(&requester, &request.code, VERIFIER)
                     .await

@@ -4,14 +4,81 @@
 
 use std::io::Write;
 
+use clap::Subcommand;
 use idconsent_kernel::PageRequest;
 use idconsent_merchant::model::Merchant;
 use idconsent_store_diesel::Db;
 use secrecy::ExposeSecret;
 
-use crate::cli::{AdminCommand, BillingCommand, MerchantCommand, OauthKeyCommand};
 use crate::config::Config;
-use crate::context::AppContext;
+use crate::wiring::Deployment;
+
+#[derive(Debug, Subcommand)]
+pub enum AdminCommand {
+    /// Merchant accounts and the go-live review.
+    #[command(subcommand)]
+    Merchants(MerchantCommand),
+    /// The ES256 keys that sign OAuth access tokens (in IDC_OAUTH_KEYS_DIR).
+    #[command(subcommand)]
+    OauthKeys(OauthKeyCommand),
+    /// Plans, closing months, invoices.
+    #[command(subcommand)]
+    Billing(BillingCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum BillingCommand {
+    /// Set a merchant's plan: free, basic, growth or enterprise (custom limits only there).
+    Plan {
+        merchant: String,
+        plan: String,
+        /// Enterprise: requests per minute.
+        #[arg(long)]
+        per_minute: Option<u64>,
+        /// Enterprise: requests per UTC day, or `unlimited`.
+        #[arg(long)]
+        per_day: Option<String>,
+        /// Enterprise: requests in flight at once.
+        #[arg(long)]
+        concurrent: Option<u64>,
+    },
+    /// Issue every merchant's invoice for a month that has ended (YYYY-MM); idempotent.
+    ClosePeriod { period: String },
+    /// Mark an invoice paid.
+    MarkPaid { invoice: String },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum OauthKeyCommand {
+    /// Add a new signing key: every server publishes it within the reload interval and signs
+    /// with it after `IDC_OAUTH_KEY_ACTIVATION_SECONDS`; the previous key keeps verifying (and
+    /// stays in the JWKS) until its last token expires. No restart needed.
+    Rotate,
+    /// The keys in the database: kid, created, signing from, retired.
+    List,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum MerchantCommand {
+    /// List merchants, newest first.
+    List {
+        /// onboarding, in_review, live or rejected
+        #[arg(long)]
+        status: Option<String>,
+        #[arg(long, default_value_t = 1)]
+        page: i64,
+        #[arg(long, default_value_t = 100)]
+        limit: i64,
+    },
+    /// Approve a merchant in review: live keys for every application.
+    Approve { id: String },
+    /// Reject a merchant in review with a reason that is emailed to them.
+    Reject {
+        id: String,
+        #[arg(long)]
+        reason: String,
+    },
+}
 
 pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
     let database_url = config.database_url.expose_secret().to_owned();
@@ -23,10 +90,10 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
     })
     .await
     .map_err(|e| e.to_string())??;
-    let context = AppContext::build(config, db)
+    let context = crate::wiring::build(config, db)
         .await
         .map_err(|e| e.to_string())?;
-    let merchants = &context.merchants;
+    let merchants = &context.services.merchants;
     let mut out = std::io::stdout();
     match command {
         AdminCommand::Merchants(MerchantCommand::List {
@@ -58,6 +125,7 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
         }
         AdminCommand::OauthKeys(OauthKeyCommand::Rotate) => {
             let rotated = context
+                .services
                 .oauth_keys
                 .rotate()
                 .await
@@ -69,7 +137,13 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
             );
         }
         AdminCommand::OauthKeys(OauthKeyCommand::List) => {
-            for key in context.oauth_keys.list().await.map_err(|e| e.to_string())? {
+            for key in context
+                .services
+                .oauth_keys
+                .list()
+                .await
+                .map_err(|e| e.to_string())?
+            {
                 let retired = key.retired_at.map(|at| at.to_string());
                 let _ = writeln!(
                     out,
@@ -94,11 +168,11 @@ pub async fn run(config: Config, command: AdminCommand) -> Result<(), String> {
 }
 
 async fn billing(
-    context: &AppContext,
+    context: &Deployment,
     command: BillingCommand,
     out: &mut impl Write,
 ) -> Result<(), String> {
-    let billing = &context.billing;
+    let billing = &context.services.billing;
     match command {
         BillingCommand::Plan {
             merchant,

@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use idconsent_store_diesel::Db;
 use secrecy::ExposeSecret;
 
+use crate::admin::AdminCommand;
 use crate::config::{Config, Settings};
 
 #[derive(Debug, Parser)]
@@ -34,73 +35,6 @@ pub enum Command {
     /// Platform operator tasks, the same as the `/v1/admin/…` endpoints.
     #[command(subcommand)]
     Admin(AdminCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum AdminCommand {
-    /// Merchant accounts and the go-live review.
-    #[command(subcommand)]
-    Merchants(MerchantCommand),
-    /// The ES256 keys that sign OAuth access tokens (in IDC_OAUTH_KEYS_DIR).
-    #[command(subcommand)]
-    OauthKeys(OauthKeyCommand),
-    /// Plans, closing months, invoices.
-    #[command(subcommand)]
-    Billing(BillingCommand),
-}
-
-#[derive(Debug, Subcommand)]
-pub enum BillingCommand {
-    /// Set a merchant's plan: free, basic, growth or enterprise (custom limits only there).
-    Plan {
-        merchant: String,
-        plan: String,
-        /// Enterprise: requests per minute.
-        #[arg(long)]
-        per_minute: Option<u64>,
-        /// Enterprise: requests per UTC day, or `unlimited`.
-        #[arg(long)]
-        per_day: Option<String>,
-        /// Enterprise: requests in flight at once.
-        #[arg(long)]
-        concurrent: Option<u64>,
-    },
-    /// Issue every merchant's invoice for a month that has ended (YYYY-MM); idempotent.
-    ClosePeriod { period: String },
-    /// Mark an invoice paid.
-    MarkPaid { invoice: String },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum OauthKeyCommand {
-    /// Add a new signing key: every server publishes it within the reload interval and signs
-    /// with it after `IDC_OAUTH_KEY_ACTIVATION_SECONDS`; the previous key keeps verifying (and
-    /// stays in the JWKS) until its last token expires. No restart needed.
-    Rotate,
-    /// The keys in the database: kid, created, signing from, retired.
-    List,
-}
-
-#[derive(Debug, Subcommand)]
-pub enum MerchantCommand {
-    /// List merchants, newest first.
-    List {
-        /// onboarding, in_review, live or rejected
-        #[arg(long)]
-        status: Option<String>,
-        #[arg(long, default_value_t = 1)]
-        page: i64,
-        #[arg(long, default_value_t = 100)]
-        limit: i64,
-    },
-    /// Approve a merchant in review: live keys for every application.
-    Approve { id: String },
-    /// Reject a merchant in review with a reason that is emailed to them.
-    Reject {
-        id: String,
-        #[arg(long)]
-        reason: String,
-    },
 }
 
 /// The hidden `untrusted-worker` subcommand (ADR 0036): this binary as a child the server

@@ -3,12 +3,12 @@
 mod admin;
 pub mod cli;
 pub mod config;
-pub mod context;
+mod errors;
 mod health;
 pub mod http;
 pub mod server;
 mod telemetry;
-mod wiring;
+pub mod wiring;
 mod workers;
 
 pub use config::{Config, Mode, Settings};

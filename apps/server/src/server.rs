@@ -14,8 +14,11 @@ use tokio::task::JoinHandle;
 use utoipa_actix_web::AppExt;
 
 use crate::config::Config;
-use crate::context::{AppContext, WiringError};
+use crate::health::DatabaseHealth;
 use crate::http;
+use crate::http::metrics::Metrics;
+use crate::http::openapi::ApiDocs;
+use crate::wiring::WiringError;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StartError {
@@ -71,19 +74,29 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
     let workers = config.http_workers;
     let handle_signals = config.handle_signals;
     let mode = config.mode;
-    let context = Arc::new(AppContext::build(config, db).await?);
+    let deployment = crate::wiring::build(config, db).await?;
+    let services = deployment.services.clone();
     tracing::info!(
         address = %addr,
-        database = context.system.database(),
+        database = services.system.database(),
         mode = ?mode,
-        notifications = ?context.system.transport_names(),
+        notifications = ?services.system.transport_names(),
         "idconsent listening"
     );
 
-    let app_context = web::Data::from(context.clone());
+    let metrics = Arc::new(Metrics::new());
+    let health = Arc::new(DatabaseHealth::new(metrics.clone()));
+    let app = http::AppData {
+        config: deployment.config.clone(),
+        docs: web::Data::new(ApiDocs::build(|config| http::routes(config, mode))),
+        metrics: web::Data::from(metrics),
+        health: web::Data::from(health.clone()),
+        request_ids: web::Data::new(deployment.request_ids.clone()),
+    };
     let mut server = HttpServer::new(move || {
         App::new()
-            .app_data(app_context.clone())
+            .configure(|config| app.register(config))
+            .configure(|config| http::register(config, &services))
             .configure(http::extractor_configs)
             .wrap(from_fn(http::middleware::request_context))
             .into_utoipa_app()
@@ -107,7 +120,13 @@ pub async fn start(config: Config) -> Result<RunningServer, StartError> {
 
     let (shutdown, shutdown_receiver) = watch::channel(false);
     let attempts = crate::workers::Attempts::default();
-    let workers = crate::workers::spawn_all(&context, &shutdown_receiver, &attempts);
+    let workers = crate::workers::spawn_all(
+        &deployment.background,
+        &deployment.config,
+        &health,
+        &shutdown_receiver,
+        &attempts,
+    );
     Ok(RunningServer {
         addr,
         handle,

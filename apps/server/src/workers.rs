@@ -10,8 +10,10 @@ use tokio::task::JoinHandle;
 
 use idconsent_kernel::{OsRandom, RandomSource, storage_unavailable};
 
-use crate::context::AppContext;
+use crate::config::Config;
+use crate::errors::chain;
 use crate::health::DatabaseHealth;
+use crate::wiring::Background;
 
 /// Why a worker round failed: what it was doing, and the error.
 pub(crate) struct RoundError {
@@ -34,18 +36,19 @@ const WEBHOOK_BATCH_WINDOW: Duration = Duration::from_millis(5);
 /// process is killed, as a crash would end them.
 pub type Attempts = Arc<std::sync::Mutex<tokio::task::JoinSet<()>>>;
 
-/// Starts every background worker.
+/// Starts every background worker, each with the services it drives.
 pub fn spawn_all(
-    context: &Arc<AppContext>,
+    background: &Background,
+    config: &Config,
+    health: &Arc<DatabaseHealth>,
     shutdown: &watch::Receiver<bool>,
     attempts: &Attempts,
 ) -> Vec<JoinHandle<()>> {
-    let interval = context.config.worker_poll_interval;
-    let health = &context.health;
-    let requests = context.requests.clone();
-    let endusers = context.endusers.clone();
-    let send_limits = context.send_limits.clone();
-    let hosted = context.hosted.clone();
+    let interval = config.worker_poll_interval;
+    let requests = background.requests.clone();
+    let endusers = background.endusers.clone();
+    let send_limits = background.send_limits.clone();
+    let hosted = background.hosted.clone();
     let maintenance = spawn_loop(
         "maintenance",
         Duration::from_secs(60),
@@ -83,7 +86,7 @@ pub fn spawn_all(
             }
         },
     );
-    let webhooks = context.workers.webhooks.clone();
+    let webhooks = background.webhooks.clone();
     let in_flight = attempts.clone();
     // Whether the last round started a full lane: then more is due at once; otherwise wait a
     // moment so that the outbox writes of many requests are leased in one round, not one each.
@@ -93,7 +96,7 @@ pub fn spawn_all(
     let deliver = spawn_loop(
         "webhooks",
         interval,
-        context.wake.webhooks.clone(),
+        background.wake.webhooks.clone(),
         shutdown.clone(),
         health.clone(),
         move || {
@@ -139,7 +142,7 @@ pub fn spawn_all(
             }
         },
     );
-    let consents = context.consents.clone();
+    let consents = background.consents.clone();
     // Polled, not woken: expiry is time passing. The poll interval bounds how late a
     // `consent.expired` event can be.
     let expire = spawn_loop(
@@ -158,7 +161,7 @@ pub fn spawn_all(
             }
         },
     );
-    let oauth_keys = context.oauth_keys.clone();
+    let oauth_keys = background.oauth_keys.clone();
     // Polled: another process may rotate the shared signing keys at any time.
     let reload_keys = spawn_loop(
         "oauth-keys",
@@ -177,7 +180,7 @@ pub fn spawn_all(
             }
         },
     );
-    let recoveries = context.endusers.clone();
+    let recoveries = background.endusers.clone();
     // Polled, not woken: a recovery ends when its time comes.
     let recover = spawn_loop(
         "device-recovery",
@@ -195,7 +198,7 @@ pub fn spawn_all(
             }
         },
     );
-    let signatures = context.signatures.clone();
+    let signatures = background.signatures.clone();
     // Polled, not woken: expiry is time passing; each expiry is a compare-and-swap, so several
     // processes may sweep at once.
     let expire_signatures = spawn_loop(
@@ -214,7 +217,7 @@ pub fn spawn_all(
             }
         },
     );
-    let mandates = context.mandates.clone();
+    let mandates = background.mandates.clone();
     // Polled like the signature sweeper; each expiry is a compare-and-swap on the version.
     let expire_mandates = spawn_loop(
         "mandate-expiry",
@@ -234,12 +237,12 @@ pub fn spawn_all(
     );
     // Identity analyses: each loop takes one job at a time (a lease in the database, so every
     // process may run them); woken by a submission, else polled for jobs a dead process left.
-    let analyses = (0..context.config.identity.workers).map(|_| {
-        let identity = context.identity.clone();
+    let analyses = (0..config.identity.workers).map(|_| {
+        let identity = background.identity.clone();
         spawn_loop(
             "identity-analysis",
             interval,
-            context.wake.identity.clone(),
+            background.wake.identity.clone(),
             shutdown.clone(),
             health.clone(),
             move || {
@@ -254,12 +257,12 @@ pub fn spawn_all(
         )
     });
     let analyses: Vec<_> = analyses.collect();
-    let identity = context.identity.clone();
+    let identity = background.identity.clone();
     // Every process, analysing or not: images a crash, a cut-off request or a failed delete left
     // behind (docs/security.md). Deleting twice is fine, so several processes may sweep at once.
     let sweep_images = spawn_loop(
         "identity-image-sweep",
-        context.config.identity.image_sweep_interval,
+        config.identity.image_sweep_interval,
         Arc::new(Notify::new()),
         shutdown.clone(),
         health.clone(),
@@ -277,7 +280,7 @@ pub fn spawn_all(
             }
         },
     );
-    let billing = context.billing.clone();
+    let billing = background.billing.clone();
     // Closes last month on the 1st (a no-op once an invoice exists, so several processes may
     // run it) and stores invoices that became overdue.
     let billing_schedule = spawn_loop(
@@ -300,12 +303,12 @@ pub fn spawn_all(
             }
         },
     );
-    let report_calls = spawn_call_reports(context, shutdown.clone(), interval);
-    let dispatcher = context.workers.notifications.clone();
+    let report_calls = spawn_call_reports(background, shutdown.clone(), interval);
+    let dispatcher = background.notifications.clone();
     let notify = spawn_loop(
         "notifications",
         interval,
-        context.wake.notifications.clone(),
+        background.wake.notifications.clone(),
         shutdown.clone(),
         health.clone(),
         move || {
@@ -347,11 +350,11 @@ pub fn spawn_all(
 /// Reports the live API calls the rate-limit gate counted, every few seconds and once more at
 /// shutdown, so the usage summary misses at most the last few seconds of another process.
 fn spawn_call_reports(
-    context: &AppContext,
+    background: &Background,
     mut shutdown: watch::Receiver<bool>,
     interval: Duration,
 ) -> JoinHandle<()> {
-    let gate = context.rate_limits.clone();
+    let gate = background.rate_limits.clone();
     let every = interval.saturating_mul(5).min(Duration::from_secs(5));
     tokio::spawn(async move {
         loop {
@@ -367,18 +370,6 @@ fn spawn_call_reports(
             }
         }
     })
-}
-
-/// An error with all its causes, for one log line.
-pub fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
 }
 
 /// The longest a worker waits between rounds while the database is away.

@@ -277,7 +277,8 @@ mod tests {
     use crate::ports::{
         CreateError, FloodLimits, RecipientDirectory, SessionRepository, StoreError,
     };
-    use crate::service::ConsentSettings;
+    use crate::service::{ConsentPorts, ConsentSettings};
+    use crate::testing::TextQr;
 
     #[derive(Debug)]
     struct Stored(Session);
@@ -407,12 +408,15 @@ mod tests {
 
     async fn described(session: Session) -> (String, String) {
         let consents = ConsentService::new(
-            Arc::new(Stored(session.clone())),
-            Arc::new(Anyone),
-            Arc::new(Unmetered),
-            Arc::new(ManualClock::new(Timestamp::from_millis(1_764_000_001_000))),
-            Arc::new(NoIds),
-            None,
+            ConsentPorts {
+                sessions: Arc::new(Stored(session.clone())),
+                recipients: Arc::new(Anyone),
+                metering: Arc::new(Unmetered),
+                clock: Arc::new(ManualClock::new(Timestamp::from_millis(1_764_000_001_000))),
+                ids: Arc::new(NoIds),
+                outbox_written: None,
+                qr: Arc::new(TextQr),
+            },
             ConsentSettings::default(),
         );
         let approvals = ConsentApprovals::new(Arc::new(consents), Arc::new(Shop))

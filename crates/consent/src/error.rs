@@ -10,6 +10,9 @@ pub enum ConsentError {
     NotFound(&'static str),
     #[error("{0}")]
     Conflict(String),
+    /// The session is no longer what was asked for (its QR code once decided or expired).
+    #[error("{0}")]
+    Gone(&'static str),
     #[error("{message}")]
     RateLimited {
         message: &'static str,
@@ -31,7 +34,8 @@ impl ConsentError {
             ConsentError::Invalid(_) => ErrorCategory::Validation,
             ConsentError::Forbidden(_) => ErrorCategory::Forbidden,
             ConsentError::NotFound(_) => ErrorCategory::NotFound,
-            ConsentError::Conflict(_) => ErrorCategory::Conflict,
+            // HTTP answers 410; the nearest category is a conflict with the session's state.
+            ConsentError::Conflict(_) | ConsentError::Gone(_) => ErrorCategory::Conflict,
             ConsentError::RateLimited { .. } | ConsentError::QuotaExceeded { .. } => {
                 ErrorCategory::RateLimited
             }

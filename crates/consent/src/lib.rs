@@ -15,4 +15,7 @@ pub use approval::{ConsentApprovals, DecidedBy, IntentExtension, audience_of};
 pub use error::ConsentError;
 pub use model::{Decision, Session, SessionStatus, Transaction};
 pub use ports::{CreateRefused, FloodLimits, RecipientDirectory, SessionRepository, StoreError};
-pub use service::{ConsentService, ConsentSettings, CreateRequest, Requester, TransactionInput};
+pub use service::{
+    ConsentPorts, ConsentService, ConsentSettings, CreateRequest, NewSession, Requester,
+    TransactionInput,
+};

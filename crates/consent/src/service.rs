@@ -5,7 +5,7 @@ use std::time::Duration;
 use idconsent_kernel::id::{ApplicationId, ClientId, SessionId, TypedId};
 use idconsent_kernel::{
     Clock, Currency, DisplayText, Environment, IdGenerator, Intent, Metering, Metric, Money, Nudge,
-    PhoneNumber, QuotaExceeded, Timestamp, ValidationErrors, WebUrl,
+    PhoneNumber, QrRenderer, QuotaExceeded, Timestamp, ValidationErrors, WebUrl,
 };
 use idconsent_webhook::{Effects, EventType, Outbox};
 use serde::Serialize;
@@ -16,6 +16,10 @@ use crate::model::{Decision, Session, SessionStatus, Transaction};
 use crate::ports::{
     CreateError, CreateRefused, FloodLimits, RecipientDirectory, SessionRepository, StoreError,
 };
+
+mod qr;
+
+pub use qr::NewSession;
 
 /// Lifetimes, limits and policies.
 #[derive(Debug, Clone)]
@@ -69,6 +73,20 @@ pub struct TransactionInput {
     pub payee: String,
 }
 
+/// What the consent service uses from outside.
+#[derive(Debug, Clone)]
+pub struct ConsentPorts {
+    pub sessions: Arc<dyn SessionRepository>,
+    pub recipients: Arc<dyn RecipientDirectory>,
+    pub metering: Arc<dyn Metering>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdGenerator>,
+    /// Wakes the webhook worker after an outbox write.
+    pub outbox_written: Option<Arc<dyn Nudge>>,
+    /// Draws the sessions' QR codes.
+    pub qr: Arc<dyn QrRenderer>,
+}
+
 #[derive(Debug, Clone)]
 pub struct ConsentService {
     sessions: Arc<dyn SessionRepository>,
@@ -77,19 +95,21 @@ pub struct ConsentService {
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
     outbox_written: Option<Arc<dyn Nudge>>,
+    qr: Arc<dyn QrRenderer>,
     settings: ConsentSettings,
 }
 
 impl ConsentService {
-    pub fn new(
-        sessions: Arc<dyn SessionRepository>,
-        recipients: Arc<dyn RecipientDirectory>,
-        metering: Arc<dyn Metering>,
-        clock: Arc<dyn Clock>,
-        ids: Arc<dyn IdGenerator>,
-        outbox_written: Option<Arc<dyn Nudge>>,
-        settings: ConsentSettings,
-    ) -> Self {
+    pub fn new(ports: ConsentPorts, settings: ConsentSettings) -> Self {
+        let ConsentPorts {
+            sessions,
+            recipients,
+            metering,
+            clock,
+            ids,
+            outbox_written,
+            qr,
+        } = ports;
         Self {
             sessions,
             recipients,
@@ -97,6 +117,7 @@ impl ConsentService {
             clock,
             ids,
             outbox_written,
+            qr,
             settings,
         }
     }
@@ -109,19 +130,18 @@ impl ConsentService {
         self.clock.now()
     }
 
-    /// What the session's QR code encodes: `<scheme>://auth/<sessionId>`.
-    pub fn qr_payload(&self, id: &SessionId) -> String {
-        format!("{}://auth/{}", self.settings.app_scheme, id)
-    }
-
-    /// Creates a pending session and its `consent.created` event.
+    /// Creates a pending session and its `consent.created` event; answers with the session's
+    /// QR code (PNG, the default size) for the creator to show.
     pub async fn create(
         &self,
         requester: &Requester,
         request: CreateRequest,
-    ) -> Result<Session, ConsentError> {
-        self.create_with_id(requester, request, self.ids.next())
-            .await
+    ) -> Result<NewSession, ConsentError> {
+        let session = self
+            .create_with_id(requester, request, self.ids.next())
+            .await?;
+        let qr_png = self.qr_png(&session.id)?;
+        Ok(NewSession { session, qr_png })
     }
 
     /// [`ConsentService::create`] with an id chosen by the caller (an OAuth request stores its

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use idconsent_kernel::id::SessionId;
-use idconsent_kernel::{Timestamp, UsageLedger};
+use idconsent_kernel::{QrError, QrFormat, QrOptions, QrRenderer, Timestamp, UsageLedger};
 use idconsent_webhook::testing::InMemoryDeliveries;
 use idconsent_webhook::{Effects, Outbox};
 
@@ -176,6 +176,25 @@ mod contract {
 }
 
 /// Service tests on the fakes: the rules of `ConsentService` without a database or HTTP.
+/// A [`QrRenderer`] for tests: the "image" is `<format>:<size>:<data>` in text, so a test reads
+/// what a real code would encode. Refuses sizes out of range, as the real one does.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TextQr;
+
+impl QrRenderer for TextQr {
+    fn render(
+        &self,
+        data: &str,
+        format: QrFormat,
+        options: &QrOptions,
+    ) -> Result<Vec<u8>, QrError> {
+        if !(QrOptions::MIN_SIZE..=QrOptions::MAX_SIZE).contains(&options.size) {
+            return Err(QrError::Size);
+        }
+        Ok(format!("{}:{}:{data}", format.as_str(), options.size).into_bytes())
+    }
+}
+
 #[cfg(test)]
 mod service_tests {
     use std::sync::Arc;
@@ -184,18 +203,18 @@ mod service_tests {
     use async_trait::async_trait;
     use idconsent_kernel::id::{ApplicationId, ClientId, TypedId};
     use idconsent_kernel::{
-        Environment, Intent, ManualClock, OsRandom, PhoneNumber, Timestamp, UlidGenerator,
-        Unmetered,
+        Environment, Intent, ManualClock, OsRandom, PhoneNumber, QrFormat, QrOptions, Timestamp,
+        UlidGenerator, Unmetered,
     };
     use idconsent_webhook::DeliveryStore;
     use idconsent_webhook::testing::InMemoryDeliveries;
 
-    use super::InMemorySessions;
+    use super::{InMemorySessions, TextQr};
     use crate::error::ConsentError;
     use crate::model::{Decision, SessionStatus};
     use crate::ports::{RecipientDirectory, StoreError};
     use crate::service::{
-        ConsentService, ConsentSettings, CreateRequest, Requester, TransactionInput,
+        ConsentPorts, ConsentService, ConsentSettings, CreateRequest, Requester, TransactionInput,
     };
 
     /// Enrolled: every phone ending in an even digit.
@@ -220,12 +239,15 @@ mod service_tests {
         let clock = Arc::new(ManualClock::new(Timestamp::from_millis(1_763_719_200_000)));
         let deliveries = Arc::new(InMemoryDeliveries::default());
         let service = ConsentService::new(
-            Arc::new(InMemorySessions::new(deliveries.clone())),
-            Arc::new(EvenPhonesEnrolled),
-            Arc::new(Unmetered),
-            clock.clone(),
-            Arc::new(UlidGenerator::new(clock.clone(), Arc::new(OsRandom))),
-            None,
+            ConsentPorts {
+                sessions: Arc::new(InMemorySessions::new(deliveries.clone())),
+                recipients: Arc::new(EvenPhonesEnrolled),
+                metering: Arc::new(Unmetered),
+                clock: clock.clone(),
+                ids: Arc::new(UlidGenerator::new(clock.clone(), Arc::new(OsRandom))),
+                outbox_written: None,
+                qr: Arc::new(TextQr),
+            },
             ConsentSettings {
                 allow_private_callbacks: false,
                 ..ConsentSettings::default()
@@ -285,7 +307,8 @@ mod service_tests {
         let created = service
             .create(&sandbox, login("+15550000001"))
             .await
-            .unwrap();
+            .unwrap()
+            .session;
         assert_eq!(created.status, SessionStatus::Pending);
         assert_eq!(events(&deliveries), ["consent.created"]);
         let id = created.id.as_str();
@@ -351,7 +374,8 @@ mod service_tests {
         let created = service
             .create(&sandbox, login("+15550000007"))
             .await
-            .unwrap();
+            .unwrap()
+            .session;
         assert_eq!(service.expire_due().await.unwrap(), 0);
         clock.advance(Duration::from_secs(300));
         assert_eq!(service.expire_due().await.unwrap(), 1);
@@ -374,5 +398,49 @@ mod service_tests {
             .await
             .unwrap();
         assert_eq!(listed.total, 2);
+    }
+
+    #[tokio::test]
+    async fn a_session_comes_with_its_qr_code_served_while_pending() {
+        let Fixture { service, .. } = fixture();
+        let sandbox = requester(Environment::Sandbox);
+        let created = service
+            .create(&sandbox, login("+15550000009"))
+            .await
+            .unwrap();
+        let id = created.session.id.as_str();
+        let payload = format!("idconsent://auth/{id}");
+        assert_eq!(created.qr_png, format!("png:256:{payload}").into_bytes());
+        let svg = QrOptions {
+            size: 512,
+            ..QrOptions::default()
+        };
+        let image = service.pending_qr(id, QrFormat::Svg, &svg).await.unwrap();
+        assert_eq!(image, format!("svg:512:{payload}").into_bytes());
+        // A size the image cannot have is the caller's mistake, named.
+        let huge = QrOptions {
+            size: 4096,
+            ..QrOptions::default()
+        };
+        let refused = service.pending_qr(id, QrFormat::Png, &huge).await;
+        assert!(
+            matches!(&refused, Err(ConsentError::Invalid(errors)) if errors.to_string().contains("size")),
+            "{refused:?}"
+        );
+        // Another session's id, or none: not found.
+        let unknown = service
+            .pending_qr("cs_01JDKX0000000000000000000Z", QrFormat::Png, &svg)
+            .await;
+        assert!(
+            matches!(unknown, Err(ConsentError::NotFound(_))),
+            "{unknown:?}"
+        );
+        // Once decided the code is gone.
+        service
+            .decide_in_sandbox(&sandbox, id, Decision::Approve)
+            .await
+            .unwrap();
+        let gone = service.pending_qr(id, QrFormat::Png, &svg).await;
+        assert!(matches!(gone, Err(ConsentError::Gone(_))), "{gone:?}");
     }
 }

@@ -7,6 +7,7 @@ pub mod events;
 pub mod model;
 pub mod pkce;
 pub mod ports;
+mod redirect;
 pub mod sandbox;
 mod service;
 pub mod signing_keys;
@@ -27,8 +28,8 @@ pub use model::{
 };
 pub use pkce::ChallengeMethod;
 pub use service::{
-    ActiveToken, ApprovedRequest, CreateAccessRequest, HostedPage, OAuthPorts, OAuthService,
-    OAuthSettings, RequestStatus, TokenGrant, UserInfo,
+    ActiveToken, ApprovedRequest, CreateAccessRequest, HostedPage, NewAccessRequest, OAuthPorts,
+    OAuthService, OAuthSettings, RequestStatus, TokenGrant, UserInfo,
 };
 pub use signing_keys::{
     KeyGenerator, Rotated, SIGNING_KEY_SEALED_KIND, SigningKey, SigningKeyError, SigningKeyRecord,

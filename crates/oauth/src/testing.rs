@@ -203,10 +203,10 @@ mod service_tests {
 
     use async_trait::async_trait;
     use idconsent_approval::{ApplicationDirectory, ApplicationNames, DirectoryError};
-    use idconsent_consent::testing::InMemorySessions;
+    use idconsent_consent::testing::{InMemorySessions, TextQr};
     use idconsent_consent::{
-        ConsentService, ConsentSettings, DecidedBy, Decision, RecipientDirectory, Requester,
-        SessionStatus,
+        ConsentPorts, ConsentService, ConsentSettings, DecidedBy, Decision, RecipientDirectory,
+        Requester, SessionStatus,
     };
     use idconsent_kernel::id::{ApplicationId, ClientId, TypedId};
     use idconsent_kernel::{
@@ -307,12 +307,15 @@ mod service_tests {
         let deliveries = Arc::new(InMemoryDeliveries::default());
         let sessions = Arc::new(InMemorySessions::new(deliveries));
         let consents = Arc::new(ConsentService::new(
-            sessions.clone(),
-            Arc::new(Everyone),
-            Arc::new(Unmetered),
-            clock.clone(),
-            ids.clone(),
-            None,
+            ConsentPorts {
+                sessions: sessions.clone(),
+                recipients: Arc::new(Everyone),
+                metering: Arc::new(Unmetered),
+                clock: clock.clone(),
+                ids: ids.clone(),
+                outbox_written: None,
+                qr: Arc::new(TextQr),
+            },
             ConsentSettings::default(),
         ));
         let master = MasterKey::new([9; 32]);
@@ -344,7 +347,7 @@ mod service_tests {
 
     /// An approved request's code.
     async fn approved_code(fixture: &Fixture) -> String {
-        let (session, _) = fixture
+        let session = fixture
             .service
             .create(
                 &fixture.requester,
@@ -360,7 +363,8 @@ mod service_tests {
                 },
             )
             .await
-            .unwrap();
+            .unwrap()
+            .session;
         let id = session.id.as_str().to_owned();
         let decided = fixture
             .service

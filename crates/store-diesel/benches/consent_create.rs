@@ -13,9 +13,10 @@ use async_trait::async_trait;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use idconsent_consent::events::{ConsentEventData, NothingAdded, SessionData};
 use idconsent_consent::ports::{FloodLimits, SessionRepository};
+use idconsent_consent::testing::TextQr;
 use idconsent_consent::{
-    ConsentService, ConsentSettings, CreateRequest, RecipientDirectory, Requester, StoreError,
-    TransactionInput,
+    ConsentPorts, ConsentService, ConsentSettings, CreateRequest, RecipientDirectory, Requester,
+    StoreError, TransactionInput,
 };
 use idconsent_kernel::id::{ApplicationId, ClientId, IdGenerator};
 use idconsent_kernel::{
@@ -62,13 +63,17 @@ fn consent_create(c: &mut Criterion) {
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdGenerator> = Arc::new(UlidGenerator::new(clock.clone(), Arc::new(OsRandom)));
     let store = Arc::new(DieselSessionStore::new(database.db.clone()));
+    // The QR code is drawn by a text double: this bench measures the store's share.
     let service = ConsentService::new(
-        store.clone(),
-        Arc::new(NobodyEnrolled),
-        Arc::new(idconsent_kernel::Unmetered),
-        clock.clone(),
-        ids.clone(),
-        None,
+        ConsentPorts {
+            sessions: store.clone(),
+            recipients: Arc::new(NobodyEnrolled),
+            metering: Arc::new(idconsent_kernel::Unmetered),
+            clock: clock.clone(),
+            ids: ids.clone(),
+            outbox_written: None,
+            qr: Arc::new(TextQr),
+        },
         ConsentSettings::default(),
     );
     let application_id: ApplicationId = ids.next();
@@ -96,7 +101,8 @@ fn consent_create(c: &mut Criterion) {
     // session and its outbox built in the unmeasured setup.
     let template = runtime
         .block_on(service.create(&requester, request(client_id.as_str(), 0)))
-        .unwrap();
+        .unwrap()
+        .session;
     let limits = FloodLimits::default();
     group.bench_function("DieselSessionStore::create only (sqlite)", |b| {
         b.iter_batched(

@@ -6,14 +6,14 @@ use std::path::PathBuf;
 
 use idconsent_merchant::{ApplicationInput, CreatedApplication, RegisterRequest};
 use idconsent_server::Config;
-use idconsent_server::context::AppContext;
+use idconsent_server::wiring::Deployment;
 use idconsent_store_diesel::Db;
 use secrecy::ExposeSecret;
 
-/// `AppContext::build` on a migrated SQLite file, with a multi-threaded runtime to drive it.
+/// `Deployment::build` on a migrated SQLite file, with a multi-threaded runtime to drive it.
 pub struct Wired {
     pub runtime: tokio::runtime::Runtime,
-    pub context: AppContext,
+    pub context: Deployment,
     pub db: Db,
     /// Kept so the database outlives the bench.
     pub dir: tempfile::TempDir,
@@ -32,7 +32,7 @@ pub fn wired() -> Wired {
     let db = Db::open(config.database_url.expose_secret(), &config.db).unwrap();
     db.migrate().unwrap();
     let context = runtime
-        .block_on(AppContext::build(config, db.clone()))
+        .block_on(idconsent_server::wiring::build(config, db.clone()))
         .unwrap();
     Wired {
         runtime,
@@ -57,11 +57,12 @@ pub fn ids() -> std::sync::Arc<dyn idconsent_kernel::IdGenerator> {
 
 /// Registers "Bench Shop" and creates one application calling `callback_url`.
 pub async fn merchant_application(
-    context: &AppContext,
+    context: &Deployment,
     callback_url: &str,
     redirect_uris: Option<Vec<String>>,
 ) -> CreatedApplication {
     let registered = context
+        .services
         .merchants
         .register(RegisterRequest {
             business_name: "Bench Shop".into(),
@@ -77,11 +78,13 @@ pub async fn merchant_application(
         .await
         .unwrap();
     let actor = context
+        .services
         .merchants
         .authenticate(&registered.session.token)
         .await
         .unwrap();
     context
+        .services
         .merchants
         .create_application(
             &actor,

@@ -8,27 +8,21 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::{FromRequest, HttpMessage, HttpRequest, HttpResponse, web};
 use bytes::Bytes;
+use idconsent_access::RequestGate;
 use idconsent_access::ports::StoredResponse;
 use idconsent_access::{
     AccessError, Caller, GateRequest, Hold, IdempotencyDecision, Refusal, RefusalKind,
     SignedHeaders,
 };
-use idconsent_merchant::Actor;
+use idconsent_merchant::{Actor, MerchantService};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::context::AppContext;
 use crate::http::envelope::Envelope;
 use crate::http::error::ApiError;
-use crate::http::extract::{JSON_LIMIT, bearer_token, parse_json, read_body};
+use crate::http::extract::{JSON_LIMIT, app_data, bearer_token, parse_json, read_body};
 
 type Pending<T> = Pin<Box<dyn Future<Output = Result<T, ApiError>>>>;
-
-pub(crate) fn context(req: &HttpRequest) -> Result<web::Data<AppContext>, ApiError> {
-    req.app_data::<web::Data<AppContext>>()
-        .cloned()
-        .ok_or_else(|| ApiError::internal("application context missing"))
-}
 
 /// A signed-in team member (`Authorization: Bearer <merchant JWT>`).
 #[derive(Debug, Clone)]
@@ -40,11 +34,11 @@ impl FromRequest for MerchantSession {
 
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req).map(str::to_owned);
-        let context = context(req);
+        let merchants = app_data::<MerchantService>(req);
         Box::pin(async move {
-            let context = context?;
+            let merchants = merchants?;
             let token = token.ok_or_else(|| ApiError::unauthorized("Missing bearer token"))?;
-            let actor = context.merchants.authenticate(&token).await?;
+            let actor = merchants.authenticate(&token).await?;
             Ok(MerchantSession(actor))
         })
     }
@@ -68,6 +62,8 @@ pub struct Signed<const LIMIT: usize = JSON_LIMIT> {
     pub body: Bytes,
     is_json: bool,
     idempotency_key: Option<String>,
+    /// The door it came through, which also keeps the idempotency records.
+    gate: web::Data<RequestGate>,
     /// What the gates hold while the request runs (concurrency slots); released on drop,
     /// also when the client goes away and the handler is dropped unfinished.
     _holds: Vec<Box<dyn Hold>>,
@@ -120,11 +116,10 @@ impl<const LIMIT: usize> FromRequest for Signed<LIMIT> {
             .and_then(|v| v.to_str().ok())
             .and_then(|v| v.parse::<usize>().ok());
         let payload = payload.take();
-        let context = context(req);
+        let gate = app_data::<RequestGate>(req);
         let req = req.clone();
         Box::pin(async move {
-            let context = context?;
-            let gate = &context.requests;
+            let gate = gate?;
             let identified = gate
                 .access
                 .identify(SignedHeaders {
@@ -155,6 +150,7 @@ impl<const LIMIT: usize> FromRequest for Signed<LIMIT> {
                 body,
                 is_json,
                 idempotency_key,
+                gate,
                 _holds: admission.holds,
             })
         })
@@ -175,7 +171,6 @@ impl<const LIMIT: usize> Signed<LIMIT> {
     /// body is 409. Without the header, `create` simply runs.
     pub async fn idempotent<F, Fut>(
         &self,
-        context: &AppContext,
         operation: &str,
         create: F,
     ) -> Result<HttpResponse, ApiError>
@@ -186,8 +181,8 @@ impl<const LIMIT: usize> Signed<LIMIT> {
         let Some(key) = &self.idempotency_key else {
             return create().await.map(JsonReply::into_response);
         };
-        let decision = context
-            .requests
+        let decision = self
+            .gate
             .idempotency
             .begin(&self.caller, key, operation, &self.body)
             .await?;
@@ -215,7 +210,7 @@ impl<const LIMIT: usize> Signed<LIMIT> {
                     status: reply.status.as_u16(),
                     body: reply.body.clone(),
                 });
-                context.requests.idempotency.finish(ticket, stored).await?;
+                self.gate.idempotency.finish(ticket, stored).await?;
                 outcome.map(JsonReply::into_response)
             }
         }

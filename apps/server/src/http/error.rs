@@ -182,7 +182,7 @@ impl ApiError {
             error.unavailable_cause = Some("database");
             return error;
         }
-        Self::internal(crate::workers::chain(cause))
+        Self::internal(crate::errors::chain(cause))
     }
 
     /// Names why a 503 was answered, for `http_unavailable{cause}`.

@@ -13,7 +13,6 @@ use secrecy::ExposeSecret;
 use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 
-use crate::context::AppContext;
 use crate::http::error::ApiError;
 
 /// Largest JSON body (CONTRACT §1).
@@ -175,6 +174,19 @@ fn malformed(error: &serde_json::Error) -> ApiError {
     ApiError::bad_request(format!("Malformed JSON: {error}"))
 }
 
+/// A shared service as a handler argument, for an area's `register`.
+pub(crate) fn data<T: ?Sized>(service: &std::sync::Arc<T>) -> web::Data<T> {
+    web::Data::from(service.clone())
+}
+
+/// What an extractor needs from the app: a service its area registered (a missing one is a
+/// wiring mistake, hence 500).
+pub(crate) fn app_data<T: ?Sized + 'static>(req: &HttpRequest) -> Result<web::Data<T>, ApiError> {
+    req.app_data::<web::Data<T>>()
+        .cloned()
+        .ok_or_else(|| ApiError::internal(format!("{} not registered", std::any::type_name::<T>())))
+}
+
 /// The platform operator, authenticated by `Authorization: Bearer <IDC_ADMIN_TOKEN>`.
 #[derive(Debug, Clone, Copy)]
 pub struct Operator;
@@ -188,13 +200,15 @@ impl FromRequest for Operator {
     }
 }
 
+/// The operator's token (`IDC_ADMIN_TOKEN`), registered once for the [`Operator`] door.
+#[derive(Debug, Clone)]
+pub struct OperatorToken(pub secrecy::SecretString);
+
 fn authenticate_operator(req: &HttpRequest) -> Result<Operator, ApiError> {
-    let context = req
-        .app_data::<web::Data<AppContext>>()
-        .ok_or_else(|| ApiError::internal("application context missing"))?;
+    let token = app_data::<OperatorToken>(req)?;
     let presented =
         bearer_token(req).ok_or_else(|| ApiError::unauthorized("Missing bearer token"))?;
-    let expected = context.config.admin_token.expose_secret().as_bytes();
+    let expected = token.0.expose_secret().as_bytes();
     if bool::from(presented.as_bytes().ct_eq(expected)) {
         Ok(Operator)
     } else {

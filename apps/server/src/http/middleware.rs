@@ -8,12 +8,12 @@ use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::middleware::Next;
 use actix_web::{HttpMessage, ResponseError, web};
-use idconsent_kernel::id::Entropy;
 use tracing::Instrument;
 
-use crate::context::AppContext;
 use crate::http::auth::GateHeaders;
 use crate::http::error::ApiError;
+use crate::http::metrics::Metrics;
+use crate::wiring::RequestIds;
 
 pub const REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -22,15 +22,16 @@ pub async fn request_context(
     next: Next<impl MessageBody + 'static>,
 ) -> Result<ServiceResponse<BoxBody>, actix_web::Error> {
     let started = Instant::now();
-    let context = req.app_data::<web::Data<AppContext>>().cloned();
+    let request_ids = req.app_data::<web::Data<RequestIds>>().cloned();
+    let metrics = req.app_data::<web::Data<Metrics>>().cloned();
     let request_id = req
         .headers()
         .get(&REQUEST_ID)
         .and_then(|value| value.to_str().ok())
         .filter(|id| is_acceptable_request_id(id))
         .map(str::to_owned)
-        .unwrap_or_else(|| match &context {
-            Some(context) => format!("req_{}", context.request_ids.body(Entropy::Sortable)),
+        .unwrap_or_else(|| match &request_ids {
+            Some(request_ids) => request_ids.mint(),
             None => "req_unknown".to_owned(),
         });
     let method = req.method().clone();
@@ -56,17 +57,15 @@ pub async fn request_context(
         .match_pattern()
         .unwrap_or_else(|| "unmatched".to_owned());
     let elapsed = started.elapsed();
-    if let Some(context) = &context {
-        context
-            .metrics
-            .observe(method.as_str(), &route, status, elapsed.as_secs_f64());
+    if let Some(metrics) = &metrics {
+        metrics.observe(method.as_str(), &route, status, elapsed.as_secs_f64());
         let cause = response
             .response()
             .extensions()
             .get::<crate::http::error::UnavailableCause>()
             .copied();
         if let Some(crate::http::error::UnavailableCause(cause)) = cause {
-            context.metrics.unavailable(cause);
+            metrics.unavailable(cause);
         }
     }
     tracing::info!(

@@ -25,12 +25,66 @@ mod signatures;
 mod system;
 mod webhooks;
 
+use std::sync::Arc;
+
 use actix_web::{HttpRequest, HttpResponse, ResponseError, web};
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use crate::config::Mode;
-use crate::context::AppContext;
+use crate::config::{Config, Mode};
+use crate::health::DatabaseHealth;
+use crate::wiring::{RequestIds, Services};
 use error::ApiError;
+use extract::{OperatorToken, data};
+use metrics::Metrics;
+use openapi::ApiDocs;
+
+/// What the whole app shares, not any one area: the request middleware's ids and metrics, the
+/// API document (the fallback's 404/405), readiness, and the configuration.
+#[derive(Debug, Clone)]
+pub struct AppData {
+    pub config: Arc<Config>,
+    pub docs: web::Data<ApiDocs>,
+    pub metrics: web::Data<Metrics>,
+    pub health: web::Data<DatabaseHealth>,
+    pub request_ids: web::Data<RequestIds>,
+}
+
+impl AppData {
+    pub fn register(&self, config: &mut web::ServiceConfig) {
+        config
+            .app_data(web::Data::from(self.config.clone()))
+            .app_data(web::Data::new(OperatorToken(
+                self.config.admin_token.clone(),
+            )))
+            .app_data(self.docs.clone())
+            .app_data(self.metrics.clone())
+            .app_data(self.health.clone())
+            .app_data(self.request_ids.clone());
+    }
+}
+
+/// Each area registers the services its handlers take; the doors every area passes — signed
+/// requests (the request gate) and merchant sessions (the merchant service) — are registered
+/// once here.
+pub fn register(config: &mut web::ServiceConfig, services: &Services) {
+    config
+        .app_data(data(&services.requests))
+        .app_data(data(&services.merchants));
+    system::register(config, services);
+    notifications::register(config, services);
+    oauth::register(config, services);
+    consents::register(config, services);
+    mandates::register(config, services);
+    billing::register(config, services);
+    hosted::register(config, services);
+    signatures::register(config, services);
+    identity::register(config, services);
+    endusers::register(config, services);
+    webhooks::register(config, services);
+    qr::register(config, services);
+    merchants::register(config, services);
+    admin::register(config, services);
+}
 
 /// Every route. The OpenAPI document is collected from exactly this list, so a route cannot be
 /// served without being documented.
@@ -79,8 +133,8 @@ pub fn extractor_configs(config: &mut web::ServiceConfig) {
 }
 
 /// Anything no route matched: 405 when the path exists with other methods, else 404.
-pub async fn fallback(request: HttpRequest, context: web::Data<AppContext>) -> HttpResponse {
-    let allowed = context.docs.allowed_methods(request.path());
+pub async fn fallback(request: HttpRequest, docs: web::Data<ApiDocs>) -> HttpResponse {
+    let allowed = docs.allowed_methods(request.path());
     let error = if allowed.is_empty() {
         ApiError::not_found(format!(
             "No route for {} {}",

@@ -6,8 +6,8 @@ use actix_web::dev::ResourceDef;
 use utoipa::openapi::security::{ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_actix_web::AppExt;
+use utoipa_actix_web::service_config::ServiceConfig;
 
-use crate::config::Mode;
 use crate::http::error::{ErrorBody, FieldErrorBody};
 
 #[derive(OpenApi)]
@@ -193,11 +193,13 @@ pub struct ApiDocs {
 }
 
 impl ApiDocs {
-    pub fn build(mode: Mode) -> Self {
+    /// The document of the routes `routes` declares (the server passes `http::routes`, so a
+    /// route cannot be served without being documented).
+    pub fn build(routes: impl FnOnce(&mut ServiceConfig)) -> Self {
         let (_, mut document) = App::new()
             .into_utoipa_app()
             .openapi(ApiDoc::openapi())
-            .configure(|config| super::routes(config, mode))
+            .configure(routes)
             .split_for_parts();
         document_rate_limit_headers(&mut document);
         let routes = document

@@ -2,9 +2,8 @@
 //! global allowance (CONTRACT §9) before the service runs: a refused call sends nothing.
 
 use actix_web::HttpRequest;
-use idconsent_notification::{SendLimitError, Sender};
+use idconsent_notification::{SendLimitError, SendLimits, Sender};
 
-use crate::context::AppContext;
 use crate::http::error::ApiError;
 
 impl From<SendLimitError> for ApiError {
@@ -21,7 +20,7 @@ impl From<SendLimitError> for ApiError {
 
 /// Counts one sending call for the caller's address and, for a signed call, its application.
 pub async fn admit(
-    context: &AppContext,
+    send_limits: &SendLimits,
     req: &HttpRequest,
     application: Option<&str>,
 ) -> Result<(), ApiError> {
@@ -32,5 +31,5 @@ pub async fn admit(
     if let Some(application) = application {
         senders.push(Sender::Application(application.to_owned()));
     }
-    Ok(context.send_limits.admit(&senders).await?)
+    Ok(send_limits.admit(&senders).await?)
 }

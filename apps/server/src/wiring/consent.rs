@@ -1,8 +1,8 @@
-//! Consent sessions and their QR codes.
+//! Consent sessions and their QR codes (one renderer: the sessions' and the merchants' codes).
 
 use std::sync::Arc;
 
-use idconsent_consent::{ConsentService, ConsentSettings, FloodLimits};
+use idconsent_consent::{ConsentPorts, ConsentService, ConsentSettings, FloodLimits};
 use idconsent_kernel::QrRenderer;
 use idconsent_qr_render::QrCodegenRenderer;
 use idconsent_store_diesel::{DieselEndUserStore, DieselSessionStore};
@@ -18,15 +18,19 @@ pub struct Consents {
 
 pub fn build(shared: &Shared) -> Consents {
     let config = &shared.config;
+    let qr: Arc<dyn QrRenderer> = Arc::new(QrCodegenRenderer::default());
     let service = Arc::new(ConsentService::new(
-        Arc::new(DieselSessionStore::new(shared.db.clone())),
-        Arc::new(EnrolledRecipients {
-            users: Arc::new(DieselEndUserStore::new(shared.db.clone())),
-        }),
-        shared.metering.clone(),
-        shared.clock.clone(),
-        shared.ids.clone(),
-        Some(shared.outbox_written()),
+        ConsentPorts {
+            sessions: Arc::new(DieselSessionStore::new(shared.db.clone())),
+            recipients: Arc::new(EnrolledRecipients {
+                users: Arc::new(DieselEndUserStore::new(shared.db.clone())),
+            }),
+            metering: shared.metering.clone(),
+            clock: shared.clock.clone(),
+            ids: shared.ids.clone(),
+            outbox_written: Some(shared.outbox_written()),
+            qr: qr.clone(),
+        },
         ConsentSettings {
             ttl: config.consent.ttl,
             app_scheme: config.consent.app_scheme.clone(),
@@ -34,8 +38,5 @@ pub fn build(shared: &Shared) -> Consents {
             allow_private_callbacks: config.webhooks.allow_private_callbacks,
         },
     ));
-    Consents {
-        service,
-        qr: Arc::new(QrCodegenRenderer::default()),
-    }
+    Consents { service, qr }
 }

@@ -7,6 +7,7 @@ mod billing;
 mod blobs;
 mod bridges;
 mod consent;
+mod deployment;
 mod enduser;
 mod identity;
 mod mandate;
@@ -35,13 +36,11 @@ use idconsent_store_diesel::{Db, reseal_legacy_secrets};
 use idconsent_vault_ring::{AesGcmVault, HmacKeyedHash, MasterKey};
 use tokio::sync::Notify;
 
+pub use deployment::{Background, Deployment, PageNonces, RequestIds, Services, Wake};
 pub use oauth::OAuthKeys;
 pub use system::SystemStatus;
 
 use crate::config::{Config, Mode};
-use crate::context::{AppContext, Wake};
-use crate::http::metrics::Metrics;
-use crate::http::openapi::ApiDocs;
 
 /// What every domain's wiring may use.
 #[derive(Debug, Clone)]
@@ -118,7 +117,7 @@ pub enum WiringError {
 }
 
 /// Builds every service of the deployment.
-pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
+pub async fn build(config: Config, db: Db) -> Result<Deployment, WiringError> {
     let config = Arc::new(config);
     let clock: Arc<dyn Clock> = config
         .clock
@@ -194,43 +193,54 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         .fold(gates, |chain, gate| chain.then(gate.clone()));
     let requests = Arc::new(merchants.request_gate(gates));
 
-    let metrics = Arc::new(Metrics::new());
-    Ok(AppContext {
-        docs: Arc::new(ApiDocs::build(config.mode)),
+    let qr_codes = Arc::new(idconsent_qrcode::QrCodeService::new(
+        Arc::new(idconsent_store_diesel::DieselQrCodeStore::new(
+            shared.db.clone(),
+        )),
+        consents.qr.clone(),
+        shared.ids.clone(),
+        shared.clock.clone(),
+    ));
+    let services = Services {
         system: Arc::new(SystemStatus::new(db, notifications.dispatcher.clone())),
-        request_ids: shared.ids.clone(),
-        config,
         requests,
         merchants: merchants.service,
         consents: consents.service,
         consent_approvals,
-        qr_codes: Arc::new(idconsent_qrcode::QrCodeService::new(
-            Arc::new(idconsent_store_diesel::DieselQrCodeStore::new(
-                shared.db.clone(),
-            )),
-            consents.qr.clone(),
-            shared.ids.clone(),
-            shared.clock.clone(),
-        )),
+        qr_codes,
         signatures,
         mandates,
         identity,
         hosted,
         billing: billing.service,
-        rate_limits: billing.rate_limits,
-        qr: consents.qr,
         oauth,
         oauth_keys,
         endusers,
         webhooks: webhooks.log,
         notifier: notifications.notifier,
         send_limits: notifications.send_limits,
-        workers: crate::context::Workers {
-            notifications: notifications.dispatcher,
-            webhooks: webhooks.dispatcher,
-        },
-        health: Arc::new(crate::health::DatabaseHealth::new(metrics.clone())),
-        metrics,
+        page_nonces: PageNonces::new(shared.random.clone()),
+    };
+    let background = Background {
+        requests: services.requests.clone(),
+        send_limits: services.send_limits.clone(),
+        endusers: services.endusers.clone(),
+        hosted: services.hosted.clone(),
+        consents: services.consents.clone(),
+        oauth_keys: services.oauth_keys.clone(),
+        signatures: services.signatures.clone(),
+        mandates: services.mandates.clone(),
+        identity: services.identity.clone(),
+        billing: services.billing.clone(),
+        rate_limits: billing.rate_limits,
+        notifications: notifications.dispatcher,
+        webhooks: webhooks.dispatcher,
         wake,
+    };
+    Ok(Deployment {
+        request_ids: RequestIds::new(shared.ids.clone()),
+        config,
+        services,
+        background,
     })
 }

@@ -11,9 +11,9 @@ use idconsent_notify::{DevMailbox, HttpSms, HttpSmsConfig, SmtpEmail};
 use idconsent_store_diesel::{Db, DieselMessageStore, DieselThrottle};
 use secrecy::ExposeSecret;
 
+use super::deployment::Wake;
 use super::{NotifyNudge, WiringError};
 use crate::config::{Config, Mode};
-use crate::context::Wake;
 
 #[derive(Debug)]
 pub struct Notifications {

@@ -63,11 +63,22 @@ pub struct CreateAccessRequest {
     pub description: Option<String>,
 }
 
+/// A created access request: its consent session, its details, and the session's QR code
+/// (PNG) for the application to show.
+#[derive(Debug, Clone)]
+pub struct NewAccessRequest {
+    pub session: Session,
+    pub request: AccessRequest,
+    pub qr_png: Vec<u8>,
+}
+
 /// What the hosted authorization page shows.
 #[derive(Debug, Clone)]
 pub struct HostedPage {
     pub view: RequestStatus,
     pub names: Option<ApplicationNames>,
+    /// What the session's QR code encodes, for the "open in the app" link.
+    pub deep_link: String,
 }
 
 /// What the status endpoint shows.

@@ -8,7 +8,9 @@ use idconsent_kernel::id::SessionId;
 use idconsent_kernel::{DisplayText, Intent, ValidationErrors, WebUrl};
 use idconsent_webhook::Effects;
 
-use super::{CreateAccessRequest, HostedPage, OAuthService, RequestStatus, stored_claims};
+use super::{
+    CreateAccessRequest, HostedPage, NewAccessRequest, OAuthService, RequestStatus, stored_claims,
+};
 use crate::code::{self, NewCode};
 use crate::error::OAuthError;
 use crate::events::{OAuthApproved, OAuthRedirect};
@@ -18,14 +20,15 @@ use crate::ports::StoreError;
 use crate::sandbox;
 
 impl OAuthService {
-    /// Creates the consent session (intent OAUTH) and its access request.
+    /// Creates the consent session (intent OAUTH) and its access request; answers with the
+    /// session's QR code.
     pub async fn create(
         &self,
         requester: &Requester,
         registered_redirects: &[String],
         default_callback: &str,
         input: CreateAccessRequest,
-    ) -> Result<(Session, AccessRequest), OAuthError> {
+    ) -> Result<NewAccessRequest, OAuthError> {
         let mut errors = ValidationErrors::new();
         if !registered_redirects.contains(&input.redirect_uri) {
             errors.push(
@@ -131,7 +134,12 @@ impl OAuthService {
                 session_id,
             )
             .await?;
-        Ok((session, request))
+        let qr_png = self.ports.consents.qr_png(&session.id)?;
+        Ok(NewAccessRequest {
+            session,
+            request,
+            qr_png,
+        })
     }
 
     /// The request's status for the application that created it (anyone else: 404).
@@ -189,7 +197,12 @@ impl OAuthService {
             .names(&view.session.application_id)
             .await
             .map_err(|error| OAuthError::Unavailable(Box::new(error)))?;
-        Ok(HostedPage { view, names })
+        let deep_link = self.ports.consents.qr_payload(&view.session.id);
+        Ok(HostedPage {
+            view,
+            names,
+            deep_link,
+        })
     }
 
     pub async fn hosted_view(&self, session_id: &str) -> Result<RequestStatus, OAuthError> {

@@ -2,11 +2,11 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_billing::BillingService;
 use idconsent_billing::CustomLimits;
 use serde::{Deserialize, Deserializer};
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
 use crate::http::billing::views::{ClosedPeriodView, InvoiceData, PlanView};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -62,7 +62,7 @@ pub struct ClosePeriodBody {
 #[post("/v1/admin/merchants/{id}/plan")]
 pub async fn set_plan(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     id: web::Path<String>,
     ApiJson(body): ApiJson<PlanBody>,
 ) -> Result<HttpResponse, ApiError> {
@@ -71,10 +71,7 @@ pub async fn set_plan(
         per_day: limits.requests_per_day,
         concurrent: limits.concurrent,
     });
-    let terms = context
-        .billing
-        .set_plan(&id, &body.plan, limits.as_ref())
-        .await?;
+    let terms = billing.set_plan(&id, &body.plan, limits.as_ref()).await?;
     Ok(respond(
         StatusCode::OK,
         "Plan set",
@@ -96,10 +93,10 @@ pub async fn set_plan(
 #[post("/v1/admin/billing/close-period")]
 pub async fn close_period(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     ApiJson(body): ApiJson<ClosePeriodBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let closed = context.billing.close_period(&body.period).await?;
+    let closed = billing.close_period(&body.period).await?;
     Ok(respond(
         StatusCode::OK,
         "Period closed",
@@ -121,10 +118,10 @@ pub async fn close_period(
 #[post("/v1/admin/invoices/{id}/mark-paid")]
 pub async fn mark_paid(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let billing = &context.billing;
+    let billing = &billing;
     let invoice = billing.mark_paid(&id).await?;
     Ok(respond(
         StatusCode::OK,

@@ -1,10 +1,10 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::PageRequest;
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, Operator};
@@ -49,12 +49,11 @@ pub struct RejectBody {
 #[get("/v1/admin/merchants")]
 pub async fn list(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     query: web::Query<MerchantQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::new(query.page, query.limit)?;
-    let merchants = context
-        .merchants
+    let merchants = merchants
         .list_merchants(query.status.as_deref(), page)
         .await?;
     Ok(respond(
@@ -80,10 +79,10 @@ pub async fn list(
 #[get("/v1/admin/merchants/{id}")]
 pub async fn get(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context.merchants.merchant(&id).await?;
+    let merchant = merchants.merchant(&id).await?;
     Ok(respond(
         StatusCode::OK,
         "ok",
@@ -109,10 +108,10 @@ pub async fn get(
 #[post("/v1/admin/merchants/{id}/approve")]
 pub async fn approve(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context.merchants.approve_merchant(&id).await?;
+    let merchant = merchants.approve_merchant(&id).await?;
     Ok(respond(
         StatusCode::OK,
         "Merchant approved",
@@ -139,11 +138,11 @@ pub async fn approve(
 #[post("/v1/admin/merchants/{id}/reject")]
 pub async fn reject(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     id: web::Path<String>,
     ApiJson(body): ApiJson<RejectBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context.merchants.reject_merchant(&id, &body.reason).await?;
+    let merchant = merchants.reject_merchant(&id, &body.reason).await?;
     Ok(respond(
         StatusCode::OK,
         "Merchant rejected",

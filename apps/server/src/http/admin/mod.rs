@@ -18,3 +18,10 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(oauth_keys::list)
         .service(oauth_keys::rotate);
 }
+
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config
+        .app_data(crate::http::extract::data(&services.billing))
+        .app_data(crate::http::extract::data(&services.oauth_keys));
+}

@@ -8,10 +8,10 @@ use idconsent_kernel::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::Operator;
+use crate::wiring::OAuthKeys;
 
 /// One signing key (never its private part).
 #[derive(Debug, Serialize, ToSchema)]
@@ -58,9 +58,9 @@ fn unavailable(error: idconsent_oauth::SigningKeyError) -> ApiError {
 #[get("/v1/admin/oauth-keys")]
 pub async fn list(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    oauth_keys: web::Data<OAuthKeys>,
 ) -> Result<HttpResponse, ApiError> {
-    let keys = context.oauth_keys.list().await.map_err(unavailable)?;
+    let keys = oauth_keys.list().await.map_err(unavailable)?;
     Ok(respond(
         StatusCode::OK,
         "ok",
@@ -91,9 +91,9 @@ pub async fn list(
 #[post("/v1/admin/oauth-keys/rotate")]
 pub async fn rotate(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    oauth_keys: web::Data<OAuthKeys>,
 ) -> Result<HttpResponse, ApiError> {
-    let rotated = context.oauth_keys.rotate().await.map_err(unavailable)?;
+    let rotated = oauth_keys.rotate().await.map_err(unavailable)?;
     Ok(respond(
         StatusCode::CREATED,
         "Signing key added",

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_merchant::ApplicationInput;
+use idconsent_merchant::MerchantService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -73,14 +73,11 @@ impl From<ApplicationRequest> for ApplicationInput {
 )]
 #[post("/v1/merchants/applications")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     ApiJson(body): ApiJson<NewApplicationRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let created = context
-        .merchants
-        .create_application(&actor, body.into())
-        .await?;
+    let created = merchants.create_application(&actor, body.into()).await?;
     Ok(respond_application(
         StatusCode::CREATED,
         "Application created; store the secret and webhook secret now, they are not shown again",

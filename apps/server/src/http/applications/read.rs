@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::PageRequest;
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -42,12 +42,11 @@ pub struct ApplicationList {
 )]
 #[get("/v1/merchants/applications")]
 pub async fn list(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     query: web::Query<PageQuery>,
 ) -> Result<HttpResponse, ApiError> {
-    let page = context
-        .merchants
+    let page = merchants
         .list_applications(&actor, query.request()?)
         .await?;
     let pagination = page.pagination();
@@ -77,11 +76,11 @@ pub async fn list(
 )]
 #[get("/v1/merchants/applications/{id}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = context.merchants.application(&actor, &id).await?;
+    let view = merchants.application(&actor, &id).await?;
     Ok(respond_application(
         StatusCode::OK,
         "ok",

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_kernel::Timestamp;
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::{CredentialBody, CredentialEnvelope};
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -34,15 +34,12 @@ pub struct RotateKeyBody {
 )]
 #[post("/v1/merchants/applications/{id}/rotate-key")]
 pub async fn rotate_key(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     id: web::Path<String>,
     ApiJson(body): ApiJson<RotateKeyBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let rotated = context
-        .merchants
-        .rotate_key(&actor, &id, &body.environment)
-        .await?;
+    let rotated = merchants.rotate_key(&actor, &id, &body.environment).await?;
     Ok(HttpResponse::Ok().json(CredentialEnvelope {
         code: 200,
         error: false,
@@ -79,11 +76,11 @@ pub struct WebhookSecretBody {
 )]
 #[post("/v1/merchants/applications/{id}/rotate-webhook-secret")]
 pub async fn rotate_webhook_secret(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let rotated = context.merchants.rotate_webhook_secret(&actor, &id).await?;
+    let rotated = merchants.rotate_webhook_secret(&actor, &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Webhook secret rotated",
@@ -118,11 +115,11 @@ pub struct SigningSecretBody {
 )]
 #[post("/v1/merchants/applications/{id}/rotate-secret")]
 pub async fn rotate_secret(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let rotated = context.merchants.rotate_secret(&actor, &id).await?;
+    let rotated = merchants.rotate_secret(&actor, &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Signing secret rotated; the previous one is accepted for 24 hours",

@@ -1,9 +1,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, patch, web};
+use idconsent_merchant::MerchantService;
 
 use super::create::ApplicationRequest;
 use super::views::{ApplicationBody, ApplicationEnvelope, respond_application};
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -23,13 +23,12 @@ use crate::http::extract::ApiJson;
 )]
 #[patch("/v1/merchants/applications/{id}")]
 pub async fn update(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     id: web::Path<String>,
     ApiJson(body): ApiJson<ApplicationRequest>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = context
-        .merchants
+    let view = merchants
         .update_application(&actor, &id, body.into())
         .await?;
     Ok(respond_application(

@@ -2,10 +2,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_billing::BillingService;
 use idconsent_kernel::PageRequest;
 
 use super::views::{InvoiceList, InvoiceQuery, UsageView};
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -22,11 +22,11 @@ use crate::http::error::{ApiError, ErrorBody};
 )]
 #[get("/v1/merchants/billing/usage")]
 pub async fn usage(
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
     let merchant = actor.billing_account()?;
-    let summary = context.billing.usage(merchant).await?;
+    let summary = billing.usage(merchant).await?;
     Ok(respond(StatusCode::OK, "ok", UsageView::from(&summary)))
 }
 
@@ -44,13 +44,13 @@ pub async fn usage(
 )]
 #[get("/v1/merchants/billing/invoices")]
 pub async fn invoices(
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     MerchantSession(actor): MerchantSession,
     query: web::Query<InvoiceQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let merchant = actor.billing_account()?;
     let page = PageRequest::new(query.page, query.limit)?;
-    let billing = &context.billing;
+    let billing = &billing;
     let invoices = billing
         .invoices(
             merchant,

@@ -18,6 +18,11 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(dashboard::invoices);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.billing));
+}
+
 impl From<BillingError> for ApiError {
     fn from(error: BillingError) -> Self {
         match error {

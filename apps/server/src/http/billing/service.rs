@@ -2,10 +2,10 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_billing::BillingService;
 use idconsent_kernel::PageRequest;
 
 use super::views::{InvoiceList, InvoiceQuery, UsageView};
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -24,12 +24,12 @@ use crate::http::error::{ApiError, ErrorBody};
 )]
 #[get("/v1/service/billings")]
 pub async fn invoices(
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     signed: Signed,
     query: web::Query<InvoiceQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::new(query.page, query.limit)?;
-    let billing = &context.billing;
+    let billing = &billing;
     let invoices = billing
         .invoices(
             &signed.caller.application.merchant_id,
@@ -57,11 +57,10 @@ pub async fn invoices(
 )]
 #[get("/v1/service/billings/usage")]
 pub async fn usage(
-    context: web::Data<AppContext>,
+    billing: web::Data<BillingService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
-    let summary = context
-        .billing
+    let summary = billing
         .usage(&signed.caller.application.merchant_id)
         .await?;
     Ok(respond(StatusCode::OK, "ok", UsageView::from(&summary)))

@@ -2,13 +2,13 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
+use idconsent_consent::{ConsentService, NewSession};
 use idconsent_consent::{CreateRequest, TransactionInput};
-use idconsent_kernel::{QrFormat, QrOptions, Timestamp};
+use idconsent_kernel::Timestamp;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ErrorBody};
@@ -73,14 +73,13 @@ pub struct CreatedSession {
 )]
 #[post("/v1/consents/auth")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    consents: web::Data<ConsentService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/consents/auth", || async {
+        .idempotent("POST /v1/consents/auth", || async {
             let body: CreateConsentBody = signed.json()?;
-            let session = context
-                .consents
+            let NewSession { session, qr_png } = consents
                 .create(
                     &requester(&signed.caller),
                     CreateRequest {
@@ -98,20 +97,12 @@ pub async fn create(
                     },
                 )
                 .await?;
-            let png = context
-                .qr
-                .render(
-                    &context.consents.qr_payload(&session.id),
-                    QrFormat::Png,
-                    &QrOptions::default(),
-                )
-                .map_err(ApiError::internal)?;
             JsonReply::envelope(
                 StatusCode::CREATED,
                 "Consent session created",
                 CreatedSession {
                     session_id: session.id.into_string(),
-                    qr: BASE64.encode(png),
+                    qr: BASE64.encode(qr_png),
                     status: "pending",
                     expires_at: session.expires_at,
                 },

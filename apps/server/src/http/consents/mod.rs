@@ -20,6 +20,14 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(sandbox::reject);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config
+        .app_data(crate::http::extract::data(&services.consents))
+        .app_data(crate::http::extract::data(&services.consent_approvals))
+        .app_data(crate::http::extract::data(&services.endusers));
+}
+
 /// The application behind a signed request, in the consent domain's terms.
 pub fn requester(caller: &Caller) -> Requester {
     let application = &caller.application;
@@ -43,6 +51,7 @@ impl From<ConsentError> for ApiError {
                 quota,
                 retry_after_secs,
             } => ApiError::quota_exceeded(quota, retry_after_secs),
+            ConsentError::Gone(message) => ApiError::gone(message),
             ConsentError::Unavailable(source) => ApiError::failure(&*source),
             other => ApiError::new(other.category(), other.to_string()),
         }

@@ -1,11 +1,10 @@
 use actix_web::http::header;
 use actix_web::{HttpResponse, get, web};
-use idconsent_consent::SessionStatus;
+use idconsent_consent::ConsentService;
 use idconsent_kernel::{QrFormat, QrOptions, ValidationErrors};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::context::AppContext;
 use crate::http::error::{ApiError, ErrorBody};
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -32,7 +31,7 @@ pub struct QrQuery {
 )]
 #[get("/v1/consents/qr/{type}/{sessionId}")]
 pub async fn image(
-    context: web::Data<AppContext>,
+    consents: web::Data<ConsentService>,
     path: web::Path<(String, String)>,
     query: web::Query<QrQuery>,
 ) -> Result<HttpResponse, ApiError> {
@@ -47,20 +46,11 @@ pub async fn image(
         errors.push("size", "must be between 64 and 2048");
     }
     let format = errors.finish_with(|| format)?;
-    let session = context.consents.load(&session_id).await?;
-    if session.status_at(context.consents.now()) != SessionStatus::Pending {
-        return Err(ApiError::gone("The session is no longer pending"));
-    }
     let options = QrOptions {
         size,
         ..QrOptions::default()
     };
-    let image = context
-        .qr
-        .render(&context.consents.qr_payload(&session.id), format, &options)
-        .map_err(|error| {
-            ApiError::validation(ValidationErrors::single("size", error.to_string()))
-        })?;
+    let image = consents.pending_qr(&session_id, format, &options).await?;
     Ok(HttpResponse::Ok()
         .content_type(format.content_type())
         .insert_header((header::CACHE_CONTROL, "no-store"))

@@ -1,12 +1,13 @@
 use actix_web::http::StatusCode;
 use actix_web::{FromRequest, HttpRequest, HttpResponse, get, web};
+use idconsent_consent::ConsentService;
 use idconsent_consent::Session;
+use idconsent_enduser::EndUserService;
 use idconsent_kernel::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::{API_KEY, Signed};
 use crate::http::endusers::AppUser;
 use crate::http::envelope::{Envelope, respond};
@@ -92,7 +93,8 @@ impl ConsentSession {
 )]
 #[get("/v1/consents/auth/{sessionId}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    consents: web::Data<ConsentService>,
+    endusers: web::Data<EndUserService>,
     req: HttpRequest,
     payload: web::Payload,
     session_id: web::Path<String>,
@@ -102,21 +104,17 @@ pub async fn get(
         let signed =
             Signed::<{ crate::http::extract::JSON_LIMIT }>::from_request(&req, &mut payload)
                 .await?;
-        context
-            .consents
+        consents
             .get(&requester(&signed.caller), &session_id)
             .await?
     } else {
         let AppUser(claims) = AppUser::from_request(&req, &mut payload).await?;
-        let user = context.endusers.user(&claims.user).await?;
-        context
-            .consents
-            .get_for_recipient(&user.phone, &session_id)
-            .await?
+        let user = endusers.user(&claims.user).await?;
+        consents.get_for_recipient(&user.phone, &session_id).await?
     };
     Ok(respond(
         StatusCode::OK,
         "ok",
-        ConsentSession::of(&session, context.consents.now()),
+        ConsentSession::of(&session, consents.now()),
     ))
 }

@@ -1,22 +1,21 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
-use idconsent_consent::Decision;
+use idconsent_consent::{ConsentApprovals, ConsentService, Decision};
 
 use super::read::ConsentSession;
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
 async fn decide(
-    context: &AppContext,
+    consent_approvals: &ConsentApprovals,
+    consents: &ConsentService,
     signed: &Signed,
     session_id: &str,
     decision: Decision,
 ) -> Result<HttpResponse, ApiError> {
-    let session = context
-        .consent_approvals
+    let session = consent_approvals
         .decide_in_sandbox(&requester(&signed.caller), session_id, decision)
         .await?;
     let message = match decision {
@@ -26,7 +25,7 @@ async fn decide(
     Ok(respond(
         StatusCode::OK,
         message,
-        ConsentSession::of(&session, context.consents.now()),
+        ConsentSession::of(&session, consents.now()),
     ))
 }
 
@@ -45,11 +44,19 @@ async fn decide(
 )]
 #[post("/v1/sandbox/consents/{sessionId}/approve")]
 pub async fn approve(
-    context: web::Data<AppContext>,
+    consent_approvals: web::Data<ConsentApprovals>,
+    consents: web::Data<ConsentService>,
     signed: Signed,
     session_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    decide(&context, &signed, &session_id, Decision::Approve).await
+    decide(
+        &consent_approvals,
+        &consents,
+        &signed,
+        &session_id,
+        Decision::Approve,
+    )
+    .await
 }
 
 /// Sandbox only (`mk_test_` keys): reject a pending session as its user would.
@@ -66,9 +73,17 @@ pub async fn approve(
 )]
 #[post("/v1/sandbox/consents/{sessionId}/reject")]
 pub async fn reject(
-    context: web::Data<AppContext>,
+    consent_approvals: web::Data<ConsentApprovals>,
+    consents: web::Data<ConsentService>,
     signed: Signed,
     session_id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    decide(&context, &signed, &session_id, Decision::Reject).await
+    decide(
+        &consent_approvals,
+        &consents,
+        &signed,
+        &session_id,
+        Decision::Reject,
+    )
+    .await
 }

@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, get, post, web};
 use idconsent_enduser::Device;
+use idconsent_enduser::EndUserService;
 use idconsent_kernel::Timestamp;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppUser;
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
@@ -63,8 +63,11 @@ pub struct DeviceList {
     )
 )]
 #[get("/v1/devices")]
-pub async fn list(context: web::Data<AppContext>, user: AppUser) -> Result<HttpResponse, ApiError> {
-    let devices = context.endusers.devices(&user.0.user).await?;
+pub async fn list(
+    endusers: web::Data<EndUserService>,
+    user: AppUser,
+) -> Result<HttpResponse, ApiError> {
+    let devices = endusers.devices(&user.0.user).await?;
     Ok(respond(
         StatusCode::OK,
         "Devices",
@@ -86,11 +89,11 @@ pub async fn list(context: web::Data<AppContext>, user: AppUser) -> Result<HttpR
 )]
 #[get("/v1/devices/{id}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     user: AppUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let device = context.endusers.device(&user.0.user, &id).await?;
+    let device = endusers.device(&user.0.user, &id).await?;
     Ok(respond(StatusCode::OK, "Device", DeviceBody::from(&device)))
 }
 
@@ -108,14 +111,11 @@ pub async fn get(
 )]
 #[delete("/v1/devices/{id}")]
 pub async fn delete(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     user: AppUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let device = context
-        .endusers
-        .deregister_device(&user.0.user, &id)
-        .await?;
+    let device = endusers.deregister_device(&user.0.user, &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Device deregistered",
@@ -137,11 +137,11 @@ pub async fn delete(
 )]
 #[post("/v1/devices/{id}/block")]
 pub async fn block(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     user: AppUser,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let device = context.endusers.block_device(&user.0.user, &id).await?;
+    let device = endusers.block_device(&user.0.user, &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Device blocked",

@@ -1,14 +1,15 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use idconsent_enduser::EndUserService;
 use idconsent_enduser::{Audience, EnrollRequest, Enrollment};
 use idconsent_kernel::Timestamp;
+use idconsent_notification::SendLimits;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::{installation, required_installation};
 
-use crate::context::AppContext;
 use crate::http::auth::{API_KEY, Signed};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -115,7 +116,8 @@ impl EnrollmentBody {
 )]
 #[post("/v1/enrollments")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     payload: web::Payload,
 ) -> Result<HttpResponse, ApiError> {
@@ -138,13 +140,12 @@ pub async fn create(
         (body, None)
     };
     send_limits::admit(
-        &context,
+        &send_limits,
         &req,
         audience.as_ref().map(|a| a.application_id.as_str()),
     )
     .await?;
-    let enrollment = context
-        .endusers
+    let enrollment = endusers
         .enroll(
             EnrollRequest {
                 phone: body.phone,
@@ -180,12 +181,12 @@ pub async fn create(
 )]
 #[get("/v1/enrollments/{id}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     req: HttpRequest,
     payload: web::Payload,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let enrollment = context.endusers.enrollment(&id).await?;
+    let enrollment = endusers.enrollment(&id).await?;
     let visible = if req.headers().contains_key(API_KEY) {
         let mut payload = payload.into_inner();
         let signed = <Signed as actix_web::FromRequest>::from_request(&req, &mut payload).await?;
@@ -202,7 +203,7 @@ pub async fn get(
     Ok(respond(
         StatusCode::OK,
         "Enrollment",
-        EnrollmentBody::of(&enrollment, context.endusers.now()),
+        EnrollmentBody::of(&enrollment, endusers.now()),
     ))
 }
 
@@ -220,19 +221,18 @@ pub async fn get(
 )]
 #[post("/v1/enrollments/{id}/verify")]
 pub async fn verify(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     id: web::Path<String>,
     body: ApiJson<VerifyBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let enrollment = context
-        .endusers
+    let enrollment = endusers
         .verify_enrollment(&id, &body.challenge_id, &body.credential)
         .await?;
     Ok(respond(
         StatusCode::OK,
         "Enrollment completed",
-        EnrollmentBody::of(&enrollment, context.endusers.now()),
+        EnrollmentBody::of(&enrollment, endusers.now()),
     ))
 }
 
@@ -253,12 +253,12 @@ pub async fn verify(
 )]
 #[post("/v1/enrollments/{id}/recovery")]
 pub async fn recovery(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let installation = super::required_installation(&req)?;
-    let device = context.endusers.start_recovery(&id, &installation).await?;
+    let device = endusers.start_recovery(&id, &installation).await?;
     Ok(respond(
         StatusCode::ACCEPTED,
         "Recovery started",

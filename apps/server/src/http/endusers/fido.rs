@@ -1,5 +1,7 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_enduser::DeviceStatus;
+use idconsent_enduser::EndUserService;
 use idconsent_enduser::Purpose;
 use idconsent_kernel::ValidationErrors;
 use serde::{Deserialize, Serialize};
@@ -7,9 +9,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::installation;
-use idconsent_enduser::DeviceStatus;
 
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -159,11 +159,10 @@ fn public_key(options: Value) -> Value {
 )]
 #[post("/v1/auth/fido/register/begin")]
 pub async fn register_begin(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     body: ApiJson<RegisterBeginBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let (challenge_id, options) = context
-        .endusers
+    let (challenge_id, options) = endusers
         .register_begin(&body.0.enrollment_id, &body.0.otp)
         .await?;
     Ok(respond(
@@ -189,12 +188,11 @@ pub async fn register_begin(
 )]
 #[post("/v1/auth/fido/register/complete")]
 pub async fn register_complete(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     req: HttpRequest,
     body: ApiJson<RegisterCompleteBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let device = context
-        .endusers
+    let device = endusers
         .register_complete(
             &body.0.challenge_id,
             &body.0.credential,
@@ -231,12 +229,11 @@ pub async fn register_complete(
 )]
 #[post("/v1/auth/fido/authenticate/begin")]
 pub async fn authenticate_begin(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     body: ApiJson<AuthenticateBeginBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let started = context
-        .endusers
+    let started = endusers
         .authenticate_begin(&body.phone, &body.purpose.kind, body.purpose.id)
         .await?;
     Ok(respond(
@@ -267,7 +264,7 @@ pub async fn authenticate_begin(
 )]
 #[post("/v1/auth/fido/authenticate/complete")]
 pub async fn authenticate_complete(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     body: ApiJson<AuthenticateCompleteBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
@@ -281,8 +278,7 @@ pub async fn authenticate_complete(
             )));
         }
     };
-    let completed = context
-        .endusers
+    let completed = endusers
         .authenticate_complete(&body.challenge_id, &body.credential, approve)
         .await?;
     Ok(respond(

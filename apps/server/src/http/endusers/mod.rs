@@ -17,9 +17,10 @@ use idconsent_enduser::EndUserError;
 use idconsent_enduser::ports::AccessClaims;
 use utoipa_actix_web::service_config::ServiceConfig;
 
-use crate::http::auth::context;
+use idconsent_enduser::EndUserService;
+
 use crate::http::error::ApiError;
-use crate::http::extract::bearer_token;
+use crate::http::extract::{app_data, bearer_token};
 
 pub const DEVICE_ID: HeaderName = HeaderName::from_static("x-device-id");
 
@@ -40,6 +41,13 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(devices::get)
         .service(devices::delete)
         .service(devices::block);
+}
+
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config
+        .app_data(crate::http::extract::data(&services.endusers))
+        .app_data(crate::http::extract::data(&services.send_limits));
 }
 
 impl From<EndUserError> for ApiError {
@@ -86,15 +94,13 @@ impl FromRequest for AppUser {
     fn from_request(req: &HttpRequest, _: &mut Payload) -> Self::Future {
         let token = bearer_token(req).map(str::to_owned);
         let installation = installation(req);
-        let context = context(req);
+        let endusers = app_data::<EndUserService>(req);
         Box::pin(async move {
-            let context = context?;
+            let endusers = endusers?;
             let token = token.ok_or_else(|| ApiError::unauthorized("Missing access token"))?;
             let installation =
                 installation.ok_or_else(|| ApiError::bad_request("Missing X-Device-ID header"))?;
-            Ok(AppUser(
-                context.endusers.authorize(&token, &installation).await?,
-            ))
+            Ok(AppUser(endusers.authorize(&token, &installation).await?))
         })
     }
 }

@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_enduser::EndUserService;
 use idconsent_enduser::TokenPair;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
 use super::required_installation;
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -65,13 +65,12 @@ fn tokens(pair: TokenPair) -> AppTokens {
 )]
 #[post("/v6/auth/login")]
 pub async fn login(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     req: HttpRequest,
     body: ApiJson<AppLoginBody>,
 ) -> Result<HttpResponse, ApiError> {
     let device = required_installation(&req)?;
-    let pair = context
-        .endusers
+    let pair = endusers
         .login(&body.0.challenge_id, &body.0.credential, &device)
         .await?;
     Ok(respond(StatusCode::OK, "Signed in", tokens(pair)))
@@ -92,14 +91,11 @@ pub async fn login(
 )]
 #[post("/v6/auth/refresh")]
 pub async fn refresh(
-    context: web::Data<AppContext>,
+    endusers: web::Data<EndUserService>,
     req: HttpRequest,
     body: ApiJson<RefreshBody>,
 ) -> Result<HttpResponse, ApiError> {
     let device = required_installation(&req)?;
-    let pair = context
-        .endusers
-        .refresh(&body.0.refresh_token, &device)
-        .await?;
+    let pair = endusers.refresh(&body.0.refresh_token, &device).await?;
     Ok(respond(StatusCode::OK, "Token refreshed", tokens(pair)))
 }

@@ -4,9 +4,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use idconsent_approval::Purpose;
+use idconsent_hosted::HostedApprovals;
 use idconsent_hosted::HostedError;
 use idconsent_kernel::{OsRandom, RandomSource};
 use idconsent_mandate::MandateApprovals;
+use idconsent_notification::SendLimits;
 use serde::Deserialize;
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -16,7 +18,6 @@ use super::steps::{
     self, DecisionStep, HostedAssertionOptions, HostedCreationOptions, HostedDecision,
     HostedPageToken,
 };
-use crate::context::AppContext;
 use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -38,11 +39,11 @@ fn purpose(id: &str) -> Purpose {
 )]
 #[get("/mandates/{id}")]
 pub async fn page(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let nonce = (&OsRandom as &dyn RandomSource).hex(16);
-    match context.hosted.view(&purpose(&id)).await {
+    match hosted.view(&purpose(&id)).await {
         Ok(view) => Ok(html_page(
             &nonce,
             render(
@@ -82,11 +83,12 @@ pub async fn page(
 )]
 #[post("/mandates/{id}/code")]
 pub async fn send_code(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    steps::send_code(&context, &req, &purpose(&id)).await
+    steps::send_code(&hosted, &send_limits, &req, &purpose(&id)).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -109,11 +111,11 @@ pub struct HostedCodeBody {
 )]
 #[post("/mandates/{id}/code/verify")]
 pub async fn verify_code(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
     body: ApiJson<HostedCodeBody>,
 ) -> Result<HttpResponse, ApiError> {
-    steps::verify_code(&context, &purpose(&id), &body.0.code).await
+    steps::verify_code(&hosted, &purpose(&id), &body.0.code).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -133,11 +135,11 @@ pub struct HostedTokenBody {
 )]
 #[post("/mandates/{id}/passkey/registration")]
 pub async fn passkey_registration(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
     body: ApiJson<HostedTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
-    steps::passkey_registration(&context, &purpose(&id), &body.0.token).await
+    steps::passkey_registration(&hosted, &purpose(&id), &body.0.token).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -166,13 +168,13 @@ pub struct HostedCredentialBody {
 )]
 #[post("/mandates/{id}/passkey/assertion")]
 pub async fn passkey_assertion(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
     body: ApiJson<HostedCredentialBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     steps::passkey_assertion(
-        &context,
+        &hosted,
         &purpose(&id),
         &body.token,
         &body.credential,
@@ -210,7 +212,7 @@ pub struct HostedDecisionBody {
 )]
 #[post("/mandates/{id}/decision")]
 pub async fn decide(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     req: HttpRequest,
     id: web::Path<String>,
     body: ApiJson<HostedDecisionBody>,
@@ -223,7 +225,7 @@ pub async fn decide(
         assertion: Some(&body.credential),
         passkey_required: true,
     };
-    steps::decide(&context, &req, &purpose(&id), step).await
+    steps::decide(&hosted, &req, &purpose(&id), step).await
 }
 
 /// `ann@example.com` → `a••@example.com`: the page names the address without spelling it out.

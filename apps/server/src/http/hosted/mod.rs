@@ -34,6 +34,14 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(signature::decide);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config
+        .app_data(crate::http::extract::data(&services.hosted))
+        .app_data(crate::http::extract::data(&services.signatures))
+        .app_data(crate::http::extract::data(&services.send_limits));
+}
+
 impl From<HostedError> for ApiError {
     fn from(error: HostedError) -> Self {
         use idconsent_kernel::ErrorCategory;

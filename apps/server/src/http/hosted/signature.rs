@@ -7,8 +7,11 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use idconsent_approval::Purpose;
+use idconsent_hosted::HostedApprovals;
 use idconsent_kernel::{OsRandom, RandomSource};
+use idconsent_notification::SendLimits;
 use idconsent_signature::SignatureApprovals;
+use idconsent_signature::SignatureService;
 use idconsent_signature::{RequestStatus, SignatureError, SignatureRequest};
 use serde::Deserialize;
 use serde_json::Value;
@@ -19,7 +22,6 @@ use super::steps::{
     self, DecisionStep, HostedAssertionOptions, HostedCreationOptions, HostedDecision,
     HostedPageToken,
 };
-use crate::context::AppContext;
 use crate::http::envelope::{Empty, Envelope};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -29,15 +31,11 @@ fn purpose(id: &str, email: &str) -> Purpose {
     Purpose::new(SignatureApprovals::KIND, format!("{id}:{}", email.trim()))
 }
 
-async fn request(context: &AppContext, id: &str) -> Result<SignatureRequest, ApiError> {
-    context
-        .signatures
-        .load(id)
-        .await
-        .map_err(|error| match error {
-            SignatureError::NotFound(_) => ApiError::not_found("Not found"),
-            other => other.into(),
-        })
+async fn request(signatures: &SignatureService, id: &str) -> Result<SignatureRequest, ApiError> {
+    signatures.load(id).await.map_err(|error| match error {
+        SignatureError::NotFound(_) => ApiError::not_found("Not found"),
+        other => other.into(),
+    })
 }
 
 /// The signing page: the document's fingerprint and size, then the steps (your address and the
@@ -54,16 +52,16 @@ async fn request(context: &AppContext, id: &str) -> Result<SignatureRequest, Api
 )]
 #[get("/sign/{id}")]
 pub async fn page(
-    context: web::Data<AppContext>,
+    signatures: web::Data<SignatureService>,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let nonce = (&OsRandom as &dyn RandomSource).hex(16);
-    let request = match request(&context, &id).await {
+    let request = match request(&signatures, &id).await {
         Ok(request) => request,
         Err(error) if error.is_unavailable() => return Ok(unavailable_page()),
         Err(error) => return Err(error),
     };
-    let status = request.status_at(context.signatures.now());
+    let status = request.status_at(signatures.now());
     if status != RequestStatus::Pending {
         let mut response = html_page(&nonce, render_closed(status.as_str()));
         *response.status_mut() = StatusCode::CONFLICT;
@@ -93,12 +91,13 @@ pub struct SigningAddressBody {
 )]
 #[post("/sign/{id}/code")]
 pub async fn send_code(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     id: web::Path<String>,
     body: ApiJson<SigningAddressBody>,
 ) -> Result<HttpResponse, ApiError> {
-    steps::send_code(&context, &req, &purpose(&id, &body.0.email)).await
+    steps::send_code(&hosted, &send_limits, &req, &purpose(&id, &body.0.email)).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -121,12 +120,12 @@ pub struct SigningCodeBody {
 )]
 #[post("/sign/{id}/code/verify")]
 pub async fn verify_code(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
     body: ApiJson<SigningCodeBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    steps::verify_code(&context, &purpose(&id, &body.email), &body.code).await
+    steps::verify_code(&hosted, &purpose(&id, &body.email), &body.code).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -148,17 +147,17 @@ pub struct SigningTokenBody {
 )]
 #[post("/sign/{id}/document")]
 pub async fn document(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
+    signatures: web::Data<SignatureService>,
     id: web::Path<String>,
     body: ApiJson<SigningTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    context
-        .hosted
+    hosted
         .confirmed_address(&purpose(&id, &body.email), &body.token)
         .await?;
-    let request = request(&context, &id).await?;
-    let pdf = context.signatures.document(&request).await?;
+    let request = request(&signatures, &id).await?;
+    let pdf = signatures.document(&request).await?;
     Ok(hardened(HttpResponse::Ok())
         .insert_header((CONTENT_TYPE, "application/pdf"))
         .insert_header((
@@ -180,12 +179,12 @@ pub async fn document(
 )]
 #[post("/sign/{id}/passkey/registration")]
 pub async fn passkey_registration(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
     body: ApiJson<SigningTokenBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    steps::passkey_registration(&context, &purpose(&id, &body.email), &body.token).await
+    steps::passkey_registration(&hosted, &purpose(&id, &body.email), &body.token).await
 }
 
 #[derive(Debug, Deserialize, ToSchema)]
@@ -214,14 +213,14 @@ pub struct SigningCredentialBody {
 )]
 #[post("/sign/{id}/passkey/assertion")]
 pub async fn passkey_assertion(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
     id: web::Path<String>,
     body: ApiJson<SigningCredentialBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
     let purpose = purpose(&id, &body.email);
     steps::passkey_assertion(
-        &context,
+        &hosted,
         &purpose,
         &body.token,
         &body.credential,
@@ -260,13 +259,14 @@ pub struct SigningDecisionBody {
 )]
 #[post("/sign/{id}/decision")]
 pub async fn decide(
-    context: web::Data<AppContext>,
+    hosted: web::Data<HostedApprovals>,
+    signatures: web::Data<SignatureService>,
     req: HttpRequest,
     id: web::Path<String>,
     body: ApiJson<SigningDecisionBody>,
 ) -> Result<HttpResponse, ApiError> {
     let body = body.0;
-    let request = request(&context, &id).await?;
+    let request = request(&signatures, &id).await?;
     let purpose = purpose(&id, &body.email);
     let step = DecisionStep {
         token: &body.token,
@@ -275,7 +275,7 @@ pub async fn decide(
         assertion: body.credential.as_ref(),
         passkey_required: request.require_biometric,
     };
-    steps::decide(&context, &req, &purpose, step)
+    steps::decide(&hosted, &req, &purpose, step)
         .await
         .map_err(|error| {
             if actix_web::ResponseError::status_code(&error) == StatusCode::NOT_FOUND {

@@ -5,15 +5,17 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::USER_AGENT;
 use actix_web::{HttpRequest, HttpResponse};
 use idconsent_approval::{Decision, Purpose};
+use idconsent_hosted::HostedApprovals;
 use idconsent_hosted::{Answer, Client};
 use idconsent_kernel::ValidationErrors;
+use idconsent_notification::SendLimits;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
 use crate::http::envelope::{Empty, respond};
 use crate::http::error::ApiError;
+
 use crate::http::send_limits;
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -52,21 +54,22 @@ pub struct HostedDecision {
 
 /// Emails the code (counted against the caller's sending allowance first, CONTRACT §9).
 pub async fn send_code(
-    context: &AppContext,
+    hosted: &HostedApprovals,
+    limits: &SendLimits,
     req: &HttpRequest,
     purpose: &Purpose,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(context, req, None).await?;
-    context.hosted.send_code(purpose).await?;
+    send_limits::admit(limits, req, None).await?;
+    hosted.send_code(purpose).await?;
     Ok(respond(StatusCode::ACCEPTED, "Code sent", Empty {}))
 }
 
 pub async fn verify_code(
-    context: &AppContext,
+    hosted: &HostedApprovals,
     purpose: &Purpose,
     code: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let token = context.hosted.verify_code(purpose, code).await?;
+    let token = hosted.verify_code(purpose, code).await?;
     Ok(respond(
         StatusCode::OK,
         "Address confirmed",
@@ -75,11 +78,11 @@ pub async fn verify_code(
 }
 
 pub async fn passkey_registration(
-    context: &AppContext,
+    hosted: &HostedApprovals,
     purpose: &Purpose,
     token: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let options = context.hosted.passkey_registration(purpose, token).await?;
+    let options = hosted.passkey_registration(purpose, token).await?;
     Ok(respond(
         StatusCode::OK,
         "ok",
@@ -91,14 +94,13 @@ pub async fn passkey_registration(
 
 /// The assertion step, for the page that showed `shown` (its `data-context-hash`).
 pub async fn passkey_assertion(
-    context: &AppContext,
+    hosted: &HostedApprovals,
     purpose: &Purpose,
     token: &str,
     credential: &Value,
     shown: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let started = context
-        .hosted
+    let started = hosted
         .passkey_assertion(purpose, token, credential, shown)
         .await?;
     Ok(respond(
@@ -126,7 +128,7 @@ pub struct DecisionStep<'a> {
 
 /// The decision: `approve` or `reject` (else 422), with who is at the page for the audit trail.
 pub async fn decide(
-    context: &AppContext,
+    hosted: &HostedApprovals,
     req: &HttpRequest,
     purpose: &Purpose,
     step: DecisionStep<'_>,
@@ -163,8 +165,7 @@ pub async fn decide(
         passkey_required,
         client,
     };
-    let status = context
-        .hosted
+    let status = hosted
         .decide(purpose, token, answer, &|_| {
             idconsent_approval::Effects::default()
         })

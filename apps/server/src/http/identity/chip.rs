@@ -5,11 +5,11 @@ use actix_web::{HttpResponse, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::Timestamp;
+use idconsent_verification::VerificationService;
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -37,11 +37,10 @@ pub struct ChipChallengeCreated {
 )]
 #[post("/v1/identity/chip-challenge")]
 pub async fn challenge(
-    context: web::Data<AppContext>,
+    identity: web::Data<VerificationService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
-    let challenge = context
-        .identity
+    let challenge = identity
         .issue_chip_challenge(&requester(&signed.caller))
         .await?;
     Ok(respond(

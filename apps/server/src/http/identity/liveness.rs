@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_verification::VerificationService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::requester;
 use super::verify::IMAGES_BODY_LIMIT;
 use super::views::{LivenessSignalsBody, check};
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -66,12 +66,11 @@ pub struct LivenessResult {
 )]
 #[post("/v1/identity/biometrics/liveness")]
 pub async fn liveness(
-    context: web::Data<AppContext>,
+    identity: web::Data<VerificationService>,
     signed: Signed<IMAGES_BODY_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
     let body: LivenessBody = signed.json()?;
-    let answer = context
-        .identity
+    let answer = identity
         .liveness(
             &requester(&signed.caller),
             &body.image,

@@ -20,6 +20,11 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(chip::challenge);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.identity));
+}
+
 /// The application behind a signed request, in the verification domain's terms.
 fn requester(caller: &Caller) -> Requester {
     let application = &caller.application;

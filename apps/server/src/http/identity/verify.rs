@@ -1,13 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::Timestamp;
-use idconsent_verification::{ChipInput, SubmitVerification};
+use idconsent_verification::{ChipInput, SubmitVerification, VerificationService};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::requester;
 use super::views::VerificationStatus;
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -117,13 +116,13 @@ pub struct VerificationCreated {
 )]
 #[post("/v1/identity/verify")]
 pub async fn submit(
-    context: web::Data<AppContext>,
+    identity: web::Data<VerificationService>,
     signed: Signed<IMAGES_BODY_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/identity/verify", || async {
+        .idempotent("POST /v1/identity/verify", || async {
             let body: VerifyIdentityBody = signed.json()?;
-            let identity = &context.identity;
+            let identity = &identity;
             let verification = identity
                 .submit(
                     &requester(&signed.caller),
@@ -166,14 +165,11 @@ pub async fn submit(
 )]
 #[get("/v1/identity/verify/{verificationId}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    identity: web::Data<VerificationService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let verification = context
-        .identity
-        .get(&requester(&signed.caller), &id)
-        .await?;
+    let verification = identity.get(&requester(&signed.caller), &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Verification",

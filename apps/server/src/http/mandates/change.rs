@@ -2,11 +2,11 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, put, web};
 use idconsent_kernel::ValidationErrors;
 use idconsent_mandate::ChangeMandate;
+use idconsent_mandate::MandateService;
 use serde::{Deserialize, Deserializer};
 use utoipa::ToSchema;
 
 use super::{MandateView, requester};
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -62,7 +62,7 @@ pub struct ChangeMandateBody {
 )]
 #[put("/v1/service/mandates/{id}")]
 pub async fn change(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
@@ -75,7 +75,7 @@ pub async fn change(
         fixed.push("type", "cannot be changed; create a new mandate");
     }
     fixed.finish()?;
-    let mandates = &context.mandates;
+    let mandates = &mandates;
     let mandate = mandates
         .change(
             &requester(&signed.caller),
@@ -111,11 +111,11 @@ pub async fn change(
 )]
 #[delete("/v1/service/mandates/{id}")]
 pub async fn cancel(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let mandates = &context.mandates;
+    let mandates = &mandates;
     let mandate = mandates.cancel(&requester(&signed.caller), &id).await?;
     Ok(respond(
         StatusCode::OK,

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_mandate::CreateMandate;
+use idconsent_mandate::MandateService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::{MandateView, requester};
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ErrorBody};
@@ -50,13 +50,13 @@ pub struct CreateMandateBody {
 )]
 #[post("/v1/service/mandates")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/service/mandates", || async {
+        .idempotent("POST /v1/service/mandates", || async {
             let body: CreateMandateBody = signed.json()?;
-            let mandates = &context.mandates;
+            let mandates = &mandates;
             let mandate = mandates
                 .create(
                     &requester(&signed.caller),

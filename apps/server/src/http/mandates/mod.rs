@@ -25,6 +25,11 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(sandbox::reject);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.mandates));
+}
+
 /// The application behind a signed request, in the mandate domain's terms.
 pub fn requester(caller: &Caller) -> Requester {
     let application = &caller.application;

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::PageRequest;
+use idconsent_mandate::MandateService;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::{MandateView, requester};
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -23,11 +23,11 @@ use crate::http::error::{ApiError, ErrorBody};
 )]
 #[get("/v1/service/mandates/{id}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let mandates = &context.mandates;
+    let mandates = &mandates;
     let mandate = mandates.get(&requester(&signed.caller), &id).await?;
     Ok(respond(
         StatusCode::OK,
@@ -69,12 +69,12 @@ pub struct MandateList {
 )]
 #[get("/v1/service/mandates")]
 pub async fn list(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
     query: web::Query<MandateListQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::new(query.page, query.limit)?;
-    let mandates = &context.mandates;
+    let mandates = &mandates;
     let page = mandates
         .list(
             &requester(&signed.caller),

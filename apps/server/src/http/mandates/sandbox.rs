@@ -1,20 +1,19 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_approval::Decision;
+use idconsent_mandate::MandateService;
 
 use super::{MandateView, requester};
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
 async fn decide(
-    context: &AppContext,
+    mandates: &MandateService,
     signed: &Signed,
     id: &str,
     decision: Decision,
 ) -> Result<HttpResponse, ApiError> {
-    let mandates = &context.mandates;
     let mandate = mandates
         .decide_in_sandbox(&requester(&signed.caller), id, decision)
         .await?;
@@ -44,11 +43,11 @@ async fn decide(
 )]
 #[post("/v1/sandbox/mandates/{id}/approve")]
 pub async fn approve(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    decide(&context, &signed, &id, Decision::Approve).await
+    decide(&mandates, &signed, &id, Decision::Approve).await
 }
 
 /// Sandbox only (`mk_test_` keys): decline a pending mandate as its recipient would —
@@ -66,9 +65,9 @@ pub async fn approve(
 )]
 #[post("/v1/sandbox/mandates/{id}/reject")]
 pub async fn reject(
-    context: web::Data<AppContext>,
+    mandates: web::Data<MandateService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    decide(&context, &signed, &id, Decision::Reject).await
+    decide(&mandates, &signed, &id, Decision::Reject).await
 }

@@ -1,8 +1,8 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_merchant::MerchantService;
 
 use super::views::AccountBody;
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -18,9 +18,9 @@ use crate::http::error::{ApiError, ErrorBody};
 )]
 #[get("/v1/merchants/me")]
 pub async fn me(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
-    let view = context.merchants.account(&actor).await?;
+    let view = merchants.account(&actor).await?;
     Ok(respond(StatusCode::OK, "ok", AccountBody::from(&view)))
 }

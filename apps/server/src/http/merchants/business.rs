@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, patch, web};
 use idconsent_merchant::BusinessPatch;
+use idconsent_merchant::MerchantService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::views::MerchantBody;
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -42,12 +42,11 @@ pub struct BusinessPatchBody {
 )]
 #[patch("/v1/merchants/business")]
 pub async fn update_business(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     ApiJson(body): ApiJson<BusinessPatchBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context
-        .merchants
+    let merchant = merchants
         .update_business(
             &actor,
             BusinessPatch {

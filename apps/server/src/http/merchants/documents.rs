@@ -3,12 +3,12 @@ use actix_web::{HttpResponse, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::ValidationErrors;
+use idconsent_merchant::MerchantService;
 use idconsent_merchant::{DocumentUpload, MAX_DOCUMENT_BYTES};
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::views::DocumentBody;
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -43,7 +43,7 @@ pub struct UploadBody {
 )]
 #[post("/v1/merchants/documents")]
 pub async fn upload_document(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     ApiJson(body): ApiJson<UploadBody, FILE_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
@@ -58,8 +58,7 @@ pub async fn upload_document(
     let content = BASE64
         .decode(body.content_base64.trim())
         .map_err(|_| ValidationErrors::single("contentBase64", "must be standard base64"))?;
-    let document = context
-        .merchants
+    let document = merchants
         .upload_document(
             &actor,
             DocumentUpload {

@@ -1,9 +1,9 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -28,10 +28,10 @@ pub struct Review {
 )]
 #[post("/v1/merchants/go-live")]
 pub async fn go_live(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context.merchants.submit_for_review(&actor).await?;
+    let merchant = merchants.submit_for_review(&actor).await?;
     Ok(respond(
         StatusCode::ACCEPTED,
         "Submitted for review",

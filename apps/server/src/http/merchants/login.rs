@@ -1,10 +1,10 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::views::SessionBody;
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -27,10 +27,10 @@ pub struct LoginBody {
 )]
 #[post("/v1/merchants/login")]
 pub async fn login(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     ApiJson(body): ApiJson<LoginBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let session = context.merchants.login(&body.email, &body.password).await?;
+    let session = merchants.login(&body.email, &body.password).await?;
     Ok(respond(
         StatusCode::OK,
         "Signed in",

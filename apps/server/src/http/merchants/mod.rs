@@ -34,6 +34,11 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(team::remove);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.send_limits));
+}
+
 impl From<MerchantError> for ApiError {
     fn from(error: MerchantError) -> Self {
         match error {

@@ -1,11 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
 use idconsent_merchant::RegisterRequest;
+use idconsent_notification::SendLimits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::{MerchantBody, SessionBody, UserBody};
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::ApiJson;
@@ -53,13 +54,13 @@ pub struct Registration {
 )]
 #[post("/v1/merchants/register")]
 pub async fn register(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     ApiJson(body): ApiJson<RegisterBody>,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(&context, &req, None).await?;
-    let registered = context
-        .merchants
+    send_limits::admit(&send_limits, &req, None).await?;
+    let registered = merchants
         .register(RegisterRequest {
             business_name: body.business_name,
             contact_name: body.contact_name,

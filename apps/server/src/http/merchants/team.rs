@@ -1,10 +1,10 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, delete, get, post, web};
+use idconsent_merchant::MerchantService;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::{SessionBody, UserBody};
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -50,12 +50,11 @@ pub struct Members {
 )]
 #[post("/v1/merchants/users")]
 pub async fn invite(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     ApiJson(body): ApiJson<InviteBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let member = context
-        .merchants
+    let member = merchants
         .invite_member(&actor, &body.email, &body.name, &body.role)
         .await?;
     Ok(respond(
@@ -79,11 +78,10 @@ pub async fn invite(
 )]
 #[post("/v1/merchants/users/accept")]
 pub async fn accept(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     ApiJson(body): ApiJson<AcceptBody>,
 ) -> Result<HttpResponse, ApiError> {
-    let session = context
-        .merchants
+    let session = merchants
         .accept_invitation(&body.token, &body.password)
         .await?;
     Ok(respond(
@@ -101,10 +99,10 @@ pub async fn accept(
 )]
 #[get("/v1/merchants/users")]
 pub async fn list(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
-    let users = context.merchants.team(&actor).await?;
+    let users = merchants.team(&actor).await?;
     Ok(respond(
         StatusCode::OK,
         "ok",
@@ -129,11 +127,11 @@ pub async fn list(
 )]
 #[delete("/v1/merchants/users/{id}")]
 pub async fn remove(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let member = context.merchants.remove_member(&actor, &id).await?;
+    let member = merchants.remove_member(&actor, &id).await?;
     Ok(respond(
         StatusCode::OK,
         "Member removed",

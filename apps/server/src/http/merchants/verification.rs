@@ -1,10 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, post, web};
+use idconsent_merchant::MerchantService;
+use idconsent_notification::SendLimits;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::views::MerchantBody;
-use crate::context::AppContext;
 use crate::http::auth::MerchantSession;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -41,10 +42,10 @@ pub struct Sent {
 )]
 #[post("/v1/merchants/email/verify-link")]
 pub async fn verify_email_link(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     ApiJson(body): ApiJson<LinkToken>,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context.merchants.verify_email_link(&body.token).await?;
+    let merchant = merchants.verify_email_link(&body.token).await?;
     Ok(respond(
         StatusCode::OK,
         "Email verified",
@@ -64,12 +65,13 @@ pub async fn verify_email_link(
 )]
 #[post("/v1/merchants/email/resend")]
 pub async fn resend_email(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(&context, &req, None).await?;
-    context.merchants.resend_email_link(&actor).await?;
+    send_limits::admit(&send_limits, &req, None).await?;
+    merchants.resend_email_link(&actor).await?;
     Ok(respond(
         StatusCode::OK,
         "Verification link sent",
@@ -90,11 +92,11 @@ pub async fn resend_email(
 )]
 #[post("/v1/merchants/phone/verify")]
 pub async fn verify_phone(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
     MerchantSession(actor): MerchantSession,
     ApiJson(body): ApiJson<PhoneCode>,
 ) -> Result<HttpResponse, ApiError> {
-    let merchant = context.merchants.verify_phone(&actor, &body.code).await?;
+    let merchant = merchants.verify_phone(&actor, &body.code).await?;
     Ok(respond(
         StatusCode::OK,
         "Phone verified",
@@ -114,12 +116,13 @@ pub async fn verify_phone(
 )]
 #[post("/v1/merchants/phone/resend")]
 pub async fn resend_phone(
-    context: web::Data<AppContext>,
+    merchants: web::Data<MerchantService>,
+    send_limits: web::Data<SendLimits>,
     req: HttpRequest,
     MerchantSession(actor): MerchantSession,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(&context, &req, None).await?;
-    context.merchants.resend_phone_code(&actor).await?;
+    send_limits::admit(&send_limits, &req, None).await?;
+    merchants.resend_phone_code(&actor).await?;
     Ok(respond(
         StatusCode::OK,
         "Verification code sent",

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::{Timestamp, ValidationErrors};
+use idconsent_notification::Notifier;
 use idconsent_notification::{Address, Message};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
@@ -70,13 +70,12 @@ impl From<Message> for MailboxMessage {
 )]
 #[get("/v1/dev/messages")]
 pub async fn dev_messages(
-    context: web::Data<AppContext>,
+    notifier: web::Data<Notifier>,
     query: web::Query<MailboxQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let address = Address::parse(&query.to)
         .map_err(|error| ApiError::validation(ValidationErrors::single("to", error.to_string())))?;
-    let messages = context
-        .notifier
+    let messages = notifier
         .sent_to(&address, 200)
         .await
         .map_err(ApiError::internal)?;

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_kernel::ValidationErrors;
+use idconsent_notification::Notifier;
 use idconsent_notification::{Address, NewMessage, NotificationSender};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::extract::{ApiJson, Operator};
@@ -45,7 +45,7 @@ pub struct QueuedMessage {
 #[post("/v1/admin/notifications/test")]
 pub async fn send_test_message(
     _operator: Operator,
-    context: web::Data<AppContext>,
+    notifier: web::Data<Notifier>,
     ApiJson(request): ApiJson<TestMessageRequest>,
 ) -> Result<HttpResponse, ApiError> {
     let mut errors = ValidationErrors::new();
@@ -58,8 +58,7 @@ pub async fn send_test_message(
     }
     let to = errors.finish_with(|| to)?;
     let channel = to.channel().as_str();
-    let message_id = context
-        .notifier
+    let message_id = notifier
         .send(NewMessage {
             to,
             subject: "idconsent test message".to_owned(),

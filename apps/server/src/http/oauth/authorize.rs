@@ -13,16 +13,14 @@
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, get, web};
-use idconsent_consent::SessionStatus;
-use idconsent_kernel::{OsRandom, RandomSource};
-use idconsent_oauth::{HostedPage, RequestStatus};
+use idconsent_oauth::{HostedPage, OAuthService};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 use crate::http::hosted::page::{HARDENING, escape, hardened, html_page, unavailable_page};
+use crate::wiring::PageNonces;
 
 /// Milliseconds between two polls of the status endpoint by the page.
 const POLL_MILLIS: u32 = 1000;
@@ -52,10 +50,15 @@ pub struct HostedStatus {
 )]
 #[get("/oauth/authorize/{sessionId}")]
 pub async fn page(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
+    nonces: web::Data<PageNonces>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let HostedPage { view, names } = match context.oauth.hosted_page(&path.into_inner()).await {
+    let HostedPage {
+        view,
+        names,
+        deep_link,
+    } = match oauth.hosted_page(&path.into_inner()).await {
         Ok(page) => page,
         // A person is reading this page: the outage as a page, not as JSON.
         Err(error) => {
@@ -66,13 +69,13 @@ pub async fn page(
             return Err(error);
         }
     };
-    if let Some(location) = redirect_of(&view) {
+    if let Some(location) = view.redirect() {
         return Ok(hardened(HttpResponse::SeeOther())
             .insert_header((header::LOCATION, location))
             .finish());
     }
     // A fresh nonce per response for the Content-Security-Policy.
-    let nonce = (&OsRandom as &dyn RandomSource).hex(16);
+    let nonce = nonces.next();
     let html = render(&Page {
         session_id: view.session.id.as_str(),
         application: names.as_ref().map(|n| n.application.as_str()),
@@ -83,7 +86,7 @@ pub async fn page(
             .as_deref()
             .unwrap_or(view.session.transaction.description.as_str()),
         claims: view.request.claims.iter().map(|c| c.as_str()).collect(),
-        deep_link: &context.consents.qr_payload(&view.session.id),
+        deep_link: &deep_link,
         nonce: &nonce,
     });
     Ok(html_page(&nonce, html))
@@ -100,16 +103,16 @@ pub async fn page(
 )]
 #[get("/oauth/authorize/{sessionId}/status")]
 pub async fn status(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     path: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let view = context.oauth.hosted_view(&path.into_inner()).await?;
+    let view = oauth.hosted_view(&path.into_inner()).await?;
     let mut response = respond(
         StatusCode::OK,
         "ok",
         HostedStatus {
             status: view.session.status_at(view.now).as_str(),
-            redirect: redirect_of(&view),
+            redirect: view.redirect(),
         },
     );
     let headers = response.headers_mut();
@@ -117,69 +120,6 @@ pub async fn status(
         headers.insert(name, HeaderValue::from_static(value));
     }
     Ok(response)
-}
-
-/// Where a decided request sends the browser; `None` while pending.
-fn redirect_of(view: &RequestStatus) -> Option<String> {
-    let mut params: Vec<(&str, &str)> = Vec::with_capacity(2);
-    match view.session.status_at(view.now) {
-        SessionStatus::Pending => return None,
-        SessionStatus::Approved => {
-            if let Some(code) = &view.code {
-                params.push(("code", code));
-            }
-        }
-        SessionStatus::Rejected | SessionStatus::Expired => params.push(("error", "access_denied")),
-    }
-    if let Some(state) = &view.request.state {
-        params.push(("state", state));
-    }
-    Some(with_query(&view.request.redirect_uri, &params))
-}
-
-/// `uri` with `params` added to its query (RFC 6749 §4.1.2: keep the query it has). Registered
-/// redirect URIs have no fragment; one would stay last all the same.
-fn with_query(uri: &str, params: &[(&str, &str)]) -> String {
-    let (base, fragment) = match uri.split_once('#') {
-        Some((base, fragment)) => (base, Some(fragment)),
-        None => (uri, None),
-    };
-    let mut out = String::with_capacity(base.len() + 128);
-    out.push_str(base);
-    let mut separator = match base.split_once('?') {
-        None => Some('?'),
-        Some((_, "")) => None,
-        Some((_, query)) if query.ends_with('&') => None,
-        Some(_) => Some('&'),
-    };
-    for (name, value) in params {
-        if let Some(separator) = separator {
-            out.push(separator);
-        }
-        percent_encode(name, &mut out);
-        out.push('=');
-        percent_encode(value, &mut out);
-        separator = Some('&');
-    }
-    if let Some(fragment) = fragment {
-        out.push('#');
-        out.push_str(fragment);
-    }
-    out
-}
-
-/// RFC 3986 percent-encoding of everything but the unreserved characters.
-fn percent_encode(text: &str, out: &mut String) {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
-    for byte in text.bytes() {
-        if byte.is_ascii_alphanumeric() || matches!(byte, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(byte));
-        } else {
-            out.push('%');
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0x0f)]));
-        }
-    }
 }
 
 struct Page<'a> {
@@ -292,35 +232,6 @@ a{{color:#2457c5}}
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn parameters_are_appended_and_encoded() {
-        let params = [("code", "ac_1f"), ("state", "a b&c=d/é")];
-        assert_eq!(
-            with_query("https://shop.example/cb", &params),
-            "https://shop.example/cb?code=ac_1f&state=a%20b%26c%3Dd%2F%C3%A9"
-        );
-        assert_eq!(
-            with_query("https://shop.example/cb?shop=1", &params[..1]),
-            "https://shop.example/cb?shop=1&code=ac_1f"
-        );
-        assert_eq!(
-            with_query("https://shop.example/cb?", &params[..1]),
-            "https://shop.example/cb?code=ac_1f"
-        );
-        assert_eq!(
-            with_query("https://shop.example/cb?x=1&", &params[..1]),
-            "https://shop.example/cb?x=1&code=ac_1f"
-        );
-        assert_eq!(
-            with_query("https://shop.example/cb#top", &params[..1]),
-            "https://shop.example/cb?code=ac_1f#top"
-        );
-        assert_eq!(
-            with_query("https://shop.example/cb", &[]),
-            "https://shop.example/cb"
-        );
-    }
 
     #[test]
     fn merchant_text_is_escaped() {

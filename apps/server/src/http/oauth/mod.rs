@@ -30,6 +30,13 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(authorize::status);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config
+        .app_data(crate::http::extract::data(&services.oauth))
+        .app_data(actix_web::web::Data::new(services.page_nonces.clone()));
+}
+
 impl From<OAuthError> for ApiError {
     fn from(error: OAuthError) -> Self {
         match error {

@@ -2,13 +2,12 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
-use idconsent_kernel::{QrFormat, QrOptions, Timestamp};
-use idconsent_oauth::{CreateAccessRequest, RequestStatus};
+use idconsent_kernel::Timestamp;
+use idconsent_oauth::{CreateAccessRequest, NewAccessRequest, OAuthService, RequestStatus};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ClaimsBody;
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::consents::requester;
 use crate::http::envelope::{Envelope, respond};
@@ -144,11 +143,11 @@ impl From<&RequestStatus> for AccessRequestStatus {
 )]
 #[post("/v1/oauth/requests")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/oauth/requests", || async {
+        .idempotent("POST /v1/oauth/requests", || async {
             let body: CreateBody = signed.json()?;
             let application = &signed.caller.application;
             let redirects: Vec<String> = application
@@ -156,8 +155,11 @@ pub async fn create(
                 .iter()
                 .map(ToString::to_string)
                 .collect();
-            let (session, request) = context
-                .oauth
+            let NewAccessRequest {
+                session,
+                request,
+                qr_png,
+            } = oauth
                 .create(
                     &requester(&signed.caller),
                     &redirects,
@@ -175,20 +177,12 @@ pub async fn create(
                     },
                 )
                 .await?;
-            let png = context
-                .qr
-                .render(
-                    &context.consents.qr_payload(&session.id),
-                    QrFormat::Png,
-                    &QrOptions::default(),
-                )
-                .map_err(ApiError::internal)?;
             JsonReply::envelope(
                 StatusCode::CREATED,
                 "OAuth request created",
                 CreatedAccessRequest {
                     session_id: session.id.to_string(),
-                    qr: BASE64.encode(png),
+                    qr: BASE64.encode(qr_png),
                     status: "pending",
                     kind: "OAUTH",
                     redirect_uri: request.redirect_uri,
@@ -213,12 +207,11 @@ pub async fn create(
 )]
 #[post("/v1/oauth/requests/status")]
 pub async fn status(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     let body: StatusBody = signed.json()?;
-    let status = context
-        .oauth
+    let status = oauth
         .status(&requester(&signed.caller), &body.session_id)
         .await?;
     Ok(respond(

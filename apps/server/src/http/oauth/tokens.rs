@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpRequest, HttpResponse, get, post, web};
+use idconsent_oauth::OAuthService;
 use idconsent_oauth::{ActiveToken, TokenGrant, UserInfo};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::ClaimsBody;
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::consents::requester;
 use crate::http::envelope::{Empty, Envelope, respond};
@@ -195,12 +195,11 @@ impl From<Option<ActiveToken>> for Introspection {
 )]
 #[post("/v1/oauth/token")]
 pub async fn exchange(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     let body: ExchangeBody = signed.json()?;
-    let granted = context
-        .oauth
+    let granted = oauth
         .exchange(&requester(&signed.caller), &body.code, &body.code_verifier)
         .await?;
     Ok(HttpResponse::Ok()
@@ -215,10 +214,10 @@ pub async fn exchange(
     responses((status = 200, description = "JWK set", body = Jwks))
 )]
 #[get("/.well-known/jwks.json")]
-pub async fn jwks(context: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
+pub async fn jwks(oauth: web::Data<OAuthService>) -> Result<HttpResponse, ApiError> {
     // The signer's key set, read into the documented shape: a key of another shape is a
     // broken key store (500), never a silently different document.
-    let jwks: Jwks = serde_json::from_value(context.oauth.jwks()).map_err(ApiError::internal)?;
+    let jwks: Jwks = serde_json::from_value(oauth.jwks()).map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .insert_header(("Cache-Control", "public, max-age=300"))
         .json(jwks))
@@ -235,11 +234,11 @@ pub async fn jwks(context: web::Data<AppContext>) -> Result<HttpResponse, ApiErr
 )]
 #[get("/v1/oauth/userinfo")]
 pub async fn userinfo(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     req: HttpRequest,
 ) -> Result<HttpResponse, ApiError> {
     let token = bearer_token(&req).ok_or_else(|| ApiError::unauthorized("Missing access token"))?;
-    let info = context.oauth.userinfo(token).await?;
+    let info = oauth.userinfo(token).await?;
     Ok(respond(StatusCode::OK, "ok", UserInfoBody::from(info)))
 }
 
@@ -253,12 +252,11 @@ pub async fn userinfo(
 )]
 #[post("/v1/oauth/introspect")]
 pub async fn introspect(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     let body: TokenBody = signed.json()?;
-    let answer = context
-        .oauth
+    let answer = oauth
         .introspect(&requester(&signed.caller), &body.token)
         .await;
     Ok(HttpResponse::Ok()
@@ -275,12 +273,11 @@ pub async fn introspect(
 )]
 #[post("/v1/oauth/revoke")]
 pub async fn revoke(
-    context: web::Data<AppContext>,
+    oauth: web::Data<OAuthService>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     let body: TokenBody = signed.json()?;
-    context
-        .oauth
+    oauth
         .revoke(&requester(&signed.caller), &body.token)
         .await?;
     Ok(respond(StatusCode::OK, "Token revoked", Empty {}))

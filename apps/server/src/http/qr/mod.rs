@@ -6,17 +6,23 @@ use actix_web::{HttpRequest, HttpResponse, get, post, web};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use idconsent_kernel::{QrFormat, Timestamp};
+use idconsent_qrcode::QrCodeService;
 use idconsent_qrcode::{GenerateQr, QrCodeError, QrRequester, StoredQr};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::context::AppContext;
+use crate::config::Config;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
 
 pub fn routes(config: &mut utoipa_actix_web::service_config::ServiceConfig) {
     config.service(generate).service(image).service(status);
+}
+
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.qr_codes));
 }
 
 impl From<QrCodeError> for ApiError {
@@ -74,17 +80,17 @@ pub struct QrCodeBody {
     image: Option<String>,
 }
 
-fn body(context: &AppContext, code: &StoredQr) -> QrCodeBody {
+fn body(qr_codes: &QrCodeService, config: &Config, code: &StoredQr) -> QrCodeBody {
     QrCodeBody {
         id: code.id.to_string(),
-        status: code.status_at(context.qr_codes.now()).as_str(),
+        status: code.status_at(qr_codes.now()).as_str(),
         data: code.data.clone(),
         format: code.format.as_str(),
         size: code.options.size,
         error_correction: code.options.error_correction.as_str(),
         created_at: code.created_at,
         expires_at: code.expires_at,
-        image_url: format!("{}/v1/qr/{}/image", context.config.base_url, code.id),
+        image_url: format!("{}/v1/qr/{}/image", config.base_url, code.id),
         image: None,
     }
 }
@@ -102,14 +108,14 @@ fn body(context: &AppContext, code: &StoredQr) -> QrCodeBody {
 )]
 #[post("/v1/qr/generate")]
 pub async fn generate(
-    context: web::Data<AppContext>,
+    qr_codes: web::Data<QrCodeService>,
+    config: web::Data<Config>,
     signed: Signed,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/qr/generate", || async {
+        .idempotent("POST /v1/qr/generate", || async {
             let request: GenerateBody = signed.json()?;
-            let generated = context
-                .qr_codes
+            let generated = qr_codes
                 .generate(
                     &requester(&signed),
                     GenerateQr {
@@ -130,7 +136,7 @@ pub async fn generate(
                 "QR code generated",
                 QrCodeBody {
                     image: Some(encoded),
-                    ..body(&context, &generated.code)
+                    ..body(&qr_codes, &config, &generated.code)
                 },
             )
         })
@@ -149,12 +155,17 @@ pub async fn generate(
 )]
 #[get("/v1/qr/{id}")]
 pub async fn status(
-    context: web::Data<AppContext>,
+    qr_codes: web::Data<QrCodeService>,
+    config: web::Data<Config>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let code = context.qr_codes.get(&requester(&signed), &id).await?;
-    Ok(respond(StatusCode::OK, "ok", body(&context, &code)))
+    let code = qr_codes.get(&requester(&signed), &id).await?;
+    Ok(respond(
+        StatusCode::OK,
+        "ok",
+        body(&qr_codes, &config, &code),
+    ))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
@@ -178,7 +189,7 @@ pub struct ImageQuery {
 )]
 #[get("/v1/qr/{id}/image")]
 pub async fn image(
-    context: web::Data<AppContext>,
+    qr_codes: web::Data<QrCodeService>,
     req: HttpRequest,
     id: web::Path<String>,
     query: web::Query<ImageQuery>,
@@ -187,10 +198,7 @@ pub async fn image(
         .headers()
         .get(header::ACCEPT)
         .and_then(|value| value.to_str().ok());
-    let drawn = context
-        .qr_codes
-        .image(&id, query.format.as_deref(), accept)
-        .await?;
+    let drawn = qr_codes.image(&id, query.format.as_deref(), accept).await?;
     let cache = format!("public, max-age={}", drawn.max_age.as_secs());
     let not_modified = req
         .headers()

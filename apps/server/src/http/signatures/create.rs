@@ -1,12 +1,12 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
 use idconsent_kernel::Timestamp;
+use idconsent_signature::SignatureService;
 use idconsent_signature::{CreateRequest, SignerInput};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::{JsonReply, Signed};
 use crate::http::envelope::Envelope;
 use crate::http::error::{ApiError, ErrorBody};
@@ -77,13 +77,13 @@ pub struct CreatedSigner {
 )]
 #[post("/v1/signature/documents")]
 pub async fn create(
-    context: web::Data<AppContext>,
+    signatures: web::Data<SignatureService>,
     signed: Signed<DOCUMENT_BODY_LIMIT>,
 ) -> Result<HttpResponse, ApiError> {
     signed
-        .idempotent(&context, "POST /v1/signature/documents", || async {
+        .idempotent("POST /v1/signature/documents", || async {
             let body: CreateSignatureBody = signed.json()?;
-            let signatures = &context.signatures;
+            let signatures = &signatures;
             let request = signatures
                 .create(
                     &requester(&signed.caller),

@@ -18,6 +18,11 @@ pub fn routes(config: &mut ServiceConfig) {
         .service(sandbox::sign);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.signatures));
+}
+
 /// The application behind a signed request, in the signature domain's terms.
 pub fn requester(caller: &Caller) -> Requester {
     let application = &caller.application;

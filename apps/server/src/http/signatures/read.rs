@@ -2,12 +2,12 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{CONTENT_DISPOSITION, CONTENT_TYPE};
 use actix_web::{HttpResponse, get, web};
 use idconsent_kernel::Timestamp;
+use idconsent_signature::SignatureService;
 use idconsent_signature::{SignatureRequest, StatusBody};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -75,11 +75,11 @@ impl SignatureStatus {
 )]
 #[get("/v1/signature/documents/{signatureRequestId}")]
 pub async fn get(
-    context: web::Data<AppContext>,
+    signatures: web::Data<SignatureService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let signatures = &context.signatures;
+    let signatures = &signatures;
     let request = signatures.get(&requester(&signed.caller), &id).await?;
     Ok(respond(
         StatusCode::OK,
@@ -104,12 +104,11 @@ pub async fn get(
 )]
 #[get("/v1/signature/documents/{signatureRequestId}/certificate")]
 pub async fn certificate(
-    context: web::Data<AppContext>,
+    signatures: web::Data<SignatureService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
-    let (request, pdf) = context
-        .signatures
+    let (request, pdf) = signatures
         .certificate(&requester(&signed.caller), &id)
         .await?;
     Ok(HttpResponse::Ok()

@@ -1,11 +1,11 @@
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, post, web};
+use idconsent_signature::SignatureService;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::read::SignatureStatus;
 use super::requester;
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -32,12 +32,12 @@ pub struct SandboxSignBody {
 )]
 #[post("/v1/sandbox/signature/documents/{signatureRequestId}/sign")]
 pub async fn sign(
-    context: web::Data<AppContext>,
+    signatures: web::Data<SignatureService>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let body: SandboxSignBody = signed.json()?;
-    let signatures = &context.signatures;
+    let signatures = &signatures;
     let request = signatures
         .sign_in_sandbox(&requester(&signed.caller), &id, &body.email)
         .await?;

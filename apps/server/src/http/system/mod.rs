@@ -2,15 +2,18 @@
 
 use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, web};
+use idconsent_kernel::FieldError;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::context::AppContext;
+use crate::health::DatabaseHealth;
 use crate::http::envelope::{Envelope, respond};
 use crate::http::error::{
     ApiError, DATABASE_RETRY_AFTER_SECS, ErrorBody, SERVICE_UNAVAILABLE_MESSAGE,
 };
-use idconsent_kernel::FieldError;
+use crate::http::metrics::Metrics;
+use crate::http::openapi::ApiDocs;
+use crate::wiring::SystemStatus;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct Health {
@@ -58,18 +61,19 @@ pub struct Readiness {
     )
 )]
 #[get("/readyz")]
-pub async fn readyz(context: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    let readiness = context.system.readiness().await;
+pub async fn readyz(
+    system: web::Data<SystemStatus>,
+    health: web::Data<DatabaseHealth>,
+) -> Result<HttpResponse, ApiError> {
+    let readiness = system.readiness().await;
     // The ping is a read; the workers also see writes fail (a locked or full SQLite file), so
     // their verdict counts too. Only the workers mark the database back up.
     let database_status = if !readiness.database_ok() {
-        context
-            .health
-            .unreachable("readyz", readiness.database_status);
+        health.unreachable("readyz", readiness.database_status);
         readiness.database_status
     } else {
-        context.health.answered("readyz");
-        if context.health.is_down() {
+        health.answered("readyz");
+        if health.is_down() {
             "unreachable"
         } else {
             "ok"
@@ -105,8 +109,8 @@ pub async fn readyz(context: web::Data<AppContext>) -> Result<HttpResponse, ApiE
 /// Prometheus metrics (text exposition format).
 #[utoipa::path(tag = "system", responses((status = 200, description = "Prometheus text format", content_type = "text/plain", body = String)))]
 #[get("/metrics")]
-pub async fn metrics(context: web::Data<AppContext>) -> Result<HttpResponse, ApiError> {
-    let text = context.metrics.encode().map_err(ApiError::internal)?;
+pub async fn metrics(metrics: web::Data<Metrics>) -> Result<HttpResponse, ApiError> {
+    let text = metrics.encode().map_err(ApiError::internal)?;
     Ok(HttpResponse::Ok()
         .content_type("text/plain; version=0.0.4; charset=utf-8")
         .body(text))
@@ -117,17 +121,22 @@ pub async fn metrics(context: web::Data<AppContext>) -> Result<HttpResponse, Api
 // the contract test's OPEN_SCHEMAS).
 #[utoipa::path(tag = "system", responses((status = 200, description = "OpenAPI 3.1 document", content_type = "application/json", body = Object)))]
 #[get("/openapi.json")]
-pub async fn openapi_json(context: web::Data<AppContext>) -> HttpResponse {
+pub async fn openapi_json(api_docs: web::Data<ApiDocs>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("application/json")
-        .body(context.docs.json.clone())
+        .body(api_docs.json.clone())
 }
 
 /// This API as a readable HTML reference.
 #[utoipa::path(tag = "system", responses((status = 200, description = "HTML reference", content_type = "text/html", body = String)))]
 #[get("/docs")]
-pub async fn docs(context: web::Data<AppContext>) -> HttpResponse {
+pub async fn docs(api_docs: web::Data<ApiDocs>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type("text/html; charset=utf-8")
-        .body(context.docs.html.clone())
+        .body(api_docs.html.clone())
+}
+
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.system));
 }

@@ -2,10 +2,10 @@ use actix_web::http::StatusCode;
 use actix_web::{HttpResponse, get, post, web};
 use idconsent_kernel::{PageRequest, Timestamp};
 use idconsent_webhook::Delivery;
+use idconsent_webhook::DeliveryLog;
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use crate::context::AppContext;
 use crate::http::auth::Signed;
 use crate::http::envelope::{Envelope, PaginationBody, respond};
 use crate::http::error::{ApiError, ErrorBody};
@@ -94,14 +94,13 @@ pub struct DeliveryList {
 )]
 #[get("/v1/webhooks/deliveries")]
 pub async fn list(
-    context: web::Data<AppContext>,
+    webhooks: web::Data<DeliveryLog>,
     signed: Signed,
     query: web::Query<DeliveryQuery>,
 ) -> Result<HttpResponse, ApiError> {
     let page = PageRequest::new(query.page, query.limit)?;
     let caller = &signed.caller;
-    let page = context
-        .webhooks
+    let page = webhooks
         .list(
             &caller.application.id,
             caller.environment,
@@ -137,13 +136,12 @@ pub struct DeliveryData {
 )]
 #[post("/v1/webhooks/deliveries/{id}/retry")]
 pub async fn retry(
-    context: web::Data<AppContext>,
+    webhooks: web::Data<DeliveryLog>,
     signed: Signed,
     id: web::Path<String>,
 ) -> Result<HttpResponse, ApiError> {
     let caller = &signed.caller;
-    let delivery = context
-        .webhooks
+    let delivery = webhooks
         .retry(&caller.application.id, caller.environment, &id)
         .await?;
     Ok(respond(

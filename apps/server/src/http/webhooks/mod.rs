@@ -8,6 +8,11 @@ pub fn routes(config: &mut ServiceConfig) {
     config.service(deliveries::list).service(deliveries::retry);
 }
 
+/// The services this area's handlers take (beyond the doors `http::register` adds).
+pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
+    config.app_data(crate::http::extract::data(&services.webhooks));
+}
+
 impl From<idconsent_webhook::DeliveryLogError> for crate::http::error::ApiError {
     fn from(error: idconsent_webhook::DeliveryLogError) -> Self {
         use idconsent_webhook::DeliveryLogError;
