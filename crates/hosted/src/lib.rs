@@ -1,6 +1,7 @@
 #![doc = include_str!("../README.md")]
 
 mod ceremony;
+mod pages;
 pub mod guesses;
 pub mod ports;
 mod service;
@@ -13,5 +14,4 @@ pub use guesses::{GuessPolicy, GuessState, Taken};
 pub use ports::{CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError};
 pub use service::{
     Answer, AssertionStart, Client, HostedApprovals, HostedError, HostedPorts, HostedSettings,
-    PageView,
 };
