@@ -74,7 +74,9 @@ impl<D: OpenApiFactory> OpenApiFactory for At<D> {
 
 fn without_kind(operation: &mut Operation) {
     if let Some(parameters) = &mut operation.parameters {
-        parameters.retain(|parameter| parameter.name != "kind");
+        parameters.retain(|parameter| {
+            !matches!(parameter, utoipa::openapi::RefOr::T(parameter) if parameter.name == "kind")
+        });
     }
 }
 
