@@ -39,7 +39,10 @@ async fn a_note_to_an_email_is_approved_on_the_hosted_page(app: TestApp) {
     let mut visitor = PageVisitor::at(&email, &format!("/approve/example/{id}"));
     let html = visitor.load(&app).await;
     // What the crate says to show, the amount written from minor units.
-    assert!(html.contains("<p id=\"title\">Borrow the ladder</p>"), "{html}");
+    assert!(
+        html.contains("<p id=\"title\">Borrow the ladder</p>"),
+        "{html}"
+    );
     assert!(html.contains("12.50 EUR"), "{html}");
     assert!(html.contains("data-passkey=\"required\""), "{html}");
     assert!(!html.contains(&email), "the address is masked");
@@ -70,8 +73,18 @@ async fn a_note_to_an_email_is_approved_on_the_hosted_page(app: TestApp) {
     assert_eq!(closed.status(), 409);
     assert!(closed.text().await.unwrap().contains("approved"));
     // Unknown kinds and malformed ids are not found; nothing is written.
-    error(app.get(&format!("/approve/nothing/{id}")).await, 404, "not_found").await;
-    error(app.get("/approve/example/ex_..%2Fx").await, 404, "not_found").await;
+    error(
+        app.get(&format!("/approve/nothing/{id}")).await,
+        404,
+        "not_found",
+    )
+    .await;
+    error(
+        app.get("/approve/example/ex_..%2Fx").await,
+        404,
+        "not_found",
+    )
+    .await;
     error(app.get("/approve/Example/ex_1").await, 404, "not_found").await;
     app.stop().await;
 }
@@ -83,16 +96,30 @@ async fn a_note_to_a_phone_is_approved_in_the_app(app: TestApp) {
         json!({"recipient": user.phone, "title": "Water the plants", "passkeyRequired": true}),
     );
     // A note for a phone has no hosted page.
-    error(app.get(&format!("/approve/example/{id}")).await, 404, "not_found").await;
+    error(
+        app.get(&format!("/approve/example/{id}")).await,
+        404,
+        "not_found",
+    )
+    .await;
 
     // Another phone cannot even begin.
     let stranger = AppUser::enrolled(&app).await;
-    error(stranger.begin(&app, "example", Some(&id)).await, 404, "not_found").await;
+    error(
+        stranger.begin(&app, "example", Some(&id)).await,
+        404,
+        "not_found",
+    )
+    .await;
 
     let begun = user.begun(&app, "example", Some(&id)).await;
     assert_eq!(begun["context"]["title"], "Water the plants");
     let credential = user.sign(&begun);
-    let completed = json(user.complete(&app, &begun, &credential, "reject").await, 200).await;
+    let completed = json(
+        user.complete(&app, &begun, &credential, "reject").await,
+        200,
+    )
+    .await;
     assert_eq!(completed["data"]["status"], "declined");
     let stored = read_note(&app, &id);
     assert_eq!(stored["status"], "declined");

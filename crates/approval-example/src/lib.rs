@@ -132,9 +132,13 @@ fn write(path: &Path, note: &Note) -> Result<(), TargetError> {
 
 fn recipient(note: &Note) -> Result<Recipient, TargetError> {
     let parsed = if note.recipient.starts_with('+') {
-        PhoneNumber::parse(&note.recipient).ok().map(Recipient::Phone)
+        PhoneNumber::parse(&note.recipient)
+            .ok()
+            .map(Recipient::Phone)
     } else {
-        EmailAddress::parse(&note.recipient).ok().map(Recipient::Email)
+        EmailAddress::parse(&note.recipient)
+            .ok()
+            .map(Recipient::Email)
     };
     parsed.ok_or(TargetError::NotFound)
 }
@@ -296,7 +300,10 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(decided, "approved");
-        assert_eq!(notes.read("ex_1").unwrap().decided_by.as_deref(), Some("hosted_page"));
+        assert_eq!(
+            notes.read("ex_1").unwrap().decided_by.as_deref(),
+            Some("hosted_page")
+        );
         assert!(matches!(
             notes
                 .decide("ex_1", Decision::Reject, &on_page("ann@example.com"), none)
@@ -309,14 +316,30 @@ mod tests {
     async fn ids_that_are_not_note_ids_name_no_file() {
         let dir = tempfile::tempdir().unwrap();
         let notes = notes_in(dir.path());
-        for id in ["", "ex_", "../ex_1", "ex_1/../../x", "ex_a.b", &format!("ex_{}", "a".repeat(65))] {
-            assert!(matches!(notes.describe(id).await, Err(TargetError::NotFound)), "{id}");
+        for id in [
+            "",
+            "ex_",
+            "../ex_1",
+            "ex_1/../../x",
+            "ex_a.b",
+            &format!("ex_{}", "a".repeat(65)),
+        ] {
+            assert!(
+                matches!(notes.describe(id).await, Err(TargetError::NotFound)),
+                "{id}"
+            );
         }
         // A note for a phone has no hosted page.
         notes.post("ex_2", &note("+15551234567")).unwrap();
-        assert!(matches!(notes.page("ex_2").await, Err(TargetError::NotFound)));
+        assert!(matches!(
+            notes.page("ex_2").await,
+            Err(TargetError::NotFound)
+        ));
         // A file that is not a note is no note.
         fs::write(dir.path().join("example-notes/ex_3.json"), b"{not json").unwrap();
-        assert!(matches!(notes.describe("ex_3").await, Err(TargetError::NotFound)));
+        assert!(matches!(
+            notes.describe("ex_3").await,
+            Err(TargetError::NotFound)
+        ));
     }
 }

@@ -35,7 +35,11 @@ pub struct Line {
 }
 
 impl Line {
-    pub fn labelled(name: &'static str, label: impl Into<String>, value: impl Into<String>) -> Self {
+    pub fn labelled(
+        name: &'static str,
+        label: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Self {
         Self {
             name,
             label: Some(label.into()),
@@ -165,14 +169,19 @@ mod tests {
         assert_eq!(amount(&money(5, "GBP")), "0.05 GBP");
         assert_eq!(amount(&money(1_500, "JPY")), "1500 JPY");
         // 2^53 + 1 minor units: exact, where an f64 would round.
-        assert_eq!(amount(&money(9_007_199_254_740_993, "USD")), "90071992547409.93 USD");
+        assert_eq!(
+            amount(&money(9_007_199_254_740_993, "USD")),
+            "90071992547409.93 USD"
+        );
     }
 
     #[test]
     fn visitors_who_name_themselves_decide_for_their_address() {
         let named = PageVisitors::NameThemselves;
         assert_eq!(
-            named.purpose_id("sr_1", Some(" ann@example.com ")).as_deref(),
+            named
+                .purpose_id("sr_1", Some(" ann@example.com "))
+                .as_deref(),
             Some("sr_1:ann@example.com")
         );
         assert_eq!(named.purpose_id("sr_1", None), None);

@@ -1,8 +1,8 @@
 #![doc = include_str!("../README.md")]
 
 mod ceremony;
-mod pages;
 pub mod guesses;
+mod pages;
 pub mod ports;
 mod service;
 pub mod testing;

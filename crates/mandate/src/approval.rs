@@ -82,7 +82,11 @@ pub fn shown(mandate: &Mandate, names: &ApplicationNames) -> Shown {
     let mut lines = vec![Line::plain("description", mandate.description.clone())];
     match &mandate.authorized_terms {
         Some(previous) => {
-            lines.push(Line::labelled("terms", "New terms", terms_text(&mandate.terms)));
+            lines.push(Line::labelled(
+                "terms",
+                "New terms",
+                terms_text(&mandate.terms),
+            ));
             lines.push(Line::labelled(
                 "previous-terms",
                 "Authorised so far",

@@ -31,7 +31,12 @@ pub const GENERIC: &str = "/approve/{kind}";
 pub fn register(config: &mut ServiceConfig, prefix: &str, kind: Option<PurposeKind>) {
     let at = |step: &str| format!("{prefix}/{{id}}{step}");
     config
-        .service(At::new(at(""), kind.clone(), web::get().to(page), __path_page))
+        .service(At::new(
+            at(""),
+            kind.clone(),
+            web::get().to(page),
+            __path_page,
+        ))
         .service(At::new(
             at("/code"),
             kind.clone(),
