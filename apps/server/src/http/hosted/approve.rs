@@ -29,50 +29,34 @@ pub const GENERIC: &str = "/approve/{kind}";
 
 /// Registers every step under `prefix` (`/approve/{kind}`, or an alias of `kind`'s pages).
 pub fn register(config: &mut ServiceConfig, prefix: &str, kind: Option<PurposeKind>) {
-    let at = |step: &str| format!("{prefix}/{{id}}{step}");
-    config
-        .service(At::new(
-            at(""),
-            kind.clone(),
-            web::get().to(page),
-            __path_page,
-        ))
-        .service(At::new(
-            at("/code"),
-            kind.clone(),
-            web::post().to(send_code),
-            __path_send_code,
-        ))
-        .service(At::new(
-            at("/code/verify"),
-            kind.clone(),
-            web::post().to(verify_code),
-            __path_verify_code,
-        ))
-        .service(At::new(
-            at("/document"),
-            kind.clone(),
-            web::post().to(document),
-            __path_document,
-        ))
-        .service(At::new(
-            at("/passkey/registration"),
-            kind.clone(),
-            web::post().to(passkey_registration),
-            __path_passkey_registration,
-        ))
-        .service(At::new(
-            at("/passkey/assertion"),
-            kind.clone(),
-            web::post().to(passkey_assertion),
-            __path_passkey_assertion,
-        ))
-        .service(At::new(
-            at("/decision"),
-            kind,
-            web::post().to(decide),
-            __path_decide,
-        ));
+    // A step: its path under the page, its method, its handler (documented by `__path_<handler>`).
+    macro_rules! step {
+        ($path:literal, $method:ident, $handler:ident, $doc:ident) => {
+            config.service(At::new(
+                format!("{prefix}/{{id}}{}", $path),
+                kind.clone(),
+                web::$method().to($handler),
+                $doc,
+            ))
+        };
+    }
+    step!("", get, page, __path_page);
+    step!("/code", post, send_code, __path_send_code);
+    step!("/code/verify", post, verify_code, __path_verify_code);
+    step!("/document", post, document, __path_document);
+    step!(
+        "/passkey/registration",
+        post,
+        passkey_registration,
+        __path_passkey_registration
+    );
+    step!(
+        "/passkey/assertion",
+        post,
+        passkey_assertion,
+        __path_passkey_assertion
+    );
+    step!("/decision", post, decide, __path_decide);
 }
 
 impl HostedState {
