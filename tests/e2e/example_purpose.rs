@@ -51,7 +51,10 @@ async fn a_note_to_an_email_is_approved_on_the_hosted_page(app: TestApp) {
     let token = visitor.token(&app).await;
     let refused = visitor.decide(&app, &token, "approve", &Value::Null).await;
     error(refused, 401, "unauthorized").await;
-    assert!(read_note(&app, &id).get("decidedBy").is_none(), "nothing decided");
+    assert!(
+        read_note(&app, &id).get("decidedBy").is_none(),
+        "nothing decided"
+    );
 
     // The refusal used nothing up: the same token goes on with a passkey.
     let step = visitor.passkey_step(&app, &token).await;
