@@ -7,6 +7,8 @@ mod consents;
 mod contract;
 mod devices;
 mod endusers;
+#[cfg(feature = "example-purpose")]
+mod example_purpose;
 mod foundation;
 mod gates;
 mod hosted;

@@ -4,6 +4,7 @@ pub mod commitment;
 mod directory;
 mod model;
 mod registry;
+mod shown;
 mod target;
 
 pub use directory::{ApplicationDirectory, ApplicationNames, DirectoryError};
@@ -13,4 +14,5 @@ pub use model::{
     Target,
 };
 pub use registry::{ApprovalRegistry, DuplicateKind};
+pub use shown::{Document, Line, Page, PageVisitors, Shown, Words, amount};
 pub use target::{AlsoFn, ApprovalTarget, TargetError};

@@ -9,6 +9,8 @@ use serde::ser::SerializeStruct;
 use serde::{Serialize, Serializer};
 use serde_json::Value;
 
+use crate::shown::Shown;
+
 /// What a FIDO challenge may be used for (`purpose.type` on the wire): a name declared by the
 /// domain that serves it, as a constant on its approval target (`MandateApprovals::KIND`) — this
 /// crate knows none of them, so a new approvable domain brings its own.
@@ -118,6 +120,13 @@ pub struct Target {
     pub page: Option<Value>,
     /// Who hears about assertions for it (`auth.success`, `auth.failed`).
     pub audience: Option<Audience>,
+    /// What a person reads before deciding, worded by the domain (the app and the hosted page
+    /// show this; `context` is what the passkey commits to).
+    pub shown: Shown,
+    /// Whether deciding needs a passkey's assertion: a domain rule (a mandate always; a
+    /// signature when its request requires biometrics). In the app the assertion is the
+    /// decision, so it always has one.
+    pub passkey_required: bool,
 }
 
 impl Target {

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use crate::model::{Approver, Audience, Decision, Purpose, PurposeKind, Target};
+use crate::shown::{Document, Page, PageVisitors};
 use crate::target::{AlsoFn, ApprovalTarget, TargetError};
 
 /// Two targets claimed the same purpose kind (a wiring mistake, found at start-up).
@@ -80,6 +81,35 @@ impl ApprovalRegistry {
         let (target, id) = self.route(purpose)?;
         target.decide(id, decision, by, also).await
     }
+
+    fn target(&self, kind: &PurposeKind) -> Result<&Arc<dyn ApprovalTarget>, TargetError> {
+        self.targets.get(kind).ok_or(TargetError::NotFound)
+    }
+
+    /// Who decides on a hosted page of `kind` (`NotFound` for a kind nobody serves).
+    pub fn page_visitors(&self, kind: &PurposeKind) -> Result<PageVisitors, TargetError> {
+        Ok(self.target(kind)?.page_visitors())
+    }
+
+    /// What the hosted page of `kind` at `page_id` shows.
+    pub async fn page(&self, kind: &PurposeKind, page_id: &str) -> Result<Page, TargetError> {
+        if page_id.is_empty() {
+            return Err(TargetError::NotFound);
+        }
+        self.target(kind)?.page(page_id).await
+    }
+
+    /// The document of the hosted page of `kind` at `page_id`.
+    pub async fn document(
+        &self,
+        kind: &PurposeKind,
+        page_id: &str,
+    ) -> Result<Option<Document>, TargetError> {
+        if page_id.is_empty() {
+            return Err(TargetError::NotFound);
+        }
+        self.target(kind)?.document(page_id).await
+    }
 }
 
 #[cfg(test)]
@@ -129,6 +159,14 @@ mod tests {
                 context: json!({"type": "mandate"}),
                 page: None,
                 audience: Some(audience()),
+                shown: crate::Shown {
+                    title: "A mandate".into(),
+                    requester: None,
+                    lines: vec![],
+                    notes: vec![],
+                    words: crate::Words::approve_or_decline("mandate"),
+                },
+                passkey_required: true,
             })
         }
         async fn audience(&self, _: &str) -> Result<Option<Audience>, TargetError> {

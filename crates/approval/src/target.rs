@@ -6,7 +6,8 @@ use async_trait::async_trait;
 
 use idconsent_webhook::Effects;
 
-use crate::model::{Approver, Audience, Decision, PurposeKind, Target};
+use crate::model::{Approver, Audience, Decision, PurposeKind, Recipient, Target};
+use crate::shown::{Document, Page, PageVisitors};
 
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
@@ -43,6 +44,13 @@ pub type AlsoFn<'a> = dyn Fn(&Audience) -> Effects + Send + Sync + 'a;
 ///   `active`, …). `NotPending` when it was no longer pending (nothing written), `NotFound` for
 ///   an unknown id, `Quota` when a charge of `also` is over its limit (nothing written). Of two
 ///   concurrent decisions exactly one succeeds.
+/// - `page` (objects decided on a hosted page) shows the object at a page id: its `hash` is the
+///   `Target::page_hash` and its `passkey_required` the `Target::passkey_required` of every
+///   purpose `page_visitors` makes of that id; `NotFound` for an object decided in the app,
+///   `NotPending` as `describe`. The default serves kinds whose objects name one email
+///   recipient, from `describe`.
+/// - `document` returns the object's document for a page that has one (`Ok(None)`: no longer
+///   stored); `NotFound` when it has none.
 #[async_trait]
 pub trait ApprovalTarget: Send + Sync + fmt::Debug {
     /// The purpose kind this target serves; the registry's key.
@@ -56,4 +64,31 @@ pub trait ApprovalTarget: Send + Sync + fmt::Debug {
         by: &Approver,
         also: &AlsoFn<'_>,
     ) -> Result<String, TargetError>;
+
+    /// Who decides on a hosted page of this kind (no I/O: the page's steps name their purpose
+    /// with it before anything is read).
+    fn page_visitors(&self) -> PageVisitors {
+        PageVisitors::Recipient
+    }
+
+    /// What a hosted page at `page_id` shows (see the contract above).
+    async fn page(&self, page_id: &str) -> Result<Page, TargetError> {
+        let target = self.describe(page_id).await?;
+        let Recipient::Email(email) = &target.recipient else {
+            return Err(TargetError::NotFound);
+        };
+        Ok(Page {
+            hash: target.page_hash(),
+            passkey_required: target.passkey_required,
+            recipient: Some(email.clone()),
+            has_document: false,
+            shown: target.shown,
+        })
+    }
+
+    /// The document a confirmed visitor of the page at `page_id` may read.
+    async fn document(&self, page_id: &str) -> Result<Option<Document>, TargetError> {
+        let _ = page_id;
+        Err(TargetError::NotFound)
+    }
 }

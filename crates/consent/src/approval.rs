@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use idconsent_approval::{
-    AlsoFn, ApplicationDirectory, ApplicationNames, ApprovalTarget, Approver, Audience,
-    PurposeKind, Recipient, Target, TargetError,
+    AlsoFn, ApplicationDirectory, ApplicationNames, ApprovalTarget, Approver, Audience, Line,
+    PurposeKind, Recipient, Shown, Target, TargetError, Words, amount,
 };
 use idconsent_kernel::Intent;
 use idconsent_kernel::Timestamp;
@@ -171,6 +171,30 @@ impl<'a> ConsentContext<'a> {
     }
 }
 
+/// What the user reads in the app: who asks, what for, and how much (from minor units).
+fn shown(session: &Session, names: &ApplicationNames) -> Shown {
+    let transaction = &session.transaction;
+    let mut lines = vec![
+        Line::labelled("intent", "Intent", session.intent.as_str()),
+        Line::labelled("type", "Type", transaction.kind.clone()),
+        Line::labelled("amount", "Amount", amount(&transaction.amount)),
+        Line::labelled("payee", "Payee", transaction.payee.clone()),
+        Line::plain("description", transaction.description.clone()),
+    ];
+    lines.retain(|line| !line.value.is_empty());
+    let notes = match session.environment {
+        idconsent_kernel::Environment::Sandbox => vec!["Sandbox: a test consent.".to_owned()],
+        idconsent_kernel::Environment::Live => vec![],
+    };
+    Shown {
+        title: format!("{} asks for your consent", names.merchant),
+        requester: Some(format!("{} · {}", names.application, names.merchant)),
+        lines,
+        notes,
+        words: Words::approve_or_decline("request"),
+    }
+}
+
 /// A session's events go to its callback URL, for its application and environment.
 pub fn audience_of(session: &Session) -> Audience {
     Audience {
@@ -223,6 +247,8 @@ impl ApprovalTarget for ConsentApprovals {
             context,
             page: None,
             audience: Some(audience_of(&session)),
+            shown: shown(&session, &names),
+            passkey_required: true,
         })
     }
 

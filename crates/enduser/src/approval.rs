@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use idconsent_approval::{
-    AlsoFn, ApprovalTarget, Approver, Audience, Decision, PurposeKind, Recipient, Target,
-    TargetError,
+    AlsoFn, ApprovalTarget, Approver, Audience, Decision, Line, PurposeKind, Recipient, Shown,
+    Target, TargetError, Words,
 };
 use idconsent_kernel::id::{DeviceId, TypedId};
 use idconsent_kernel::{Clock, IdGenerator};
@@ -91,6 +91,29 @@ impl DeviceAddApprovals {
     }
 }
 
+/// What the user reads on a device they already have: which device asks to join.
+fn shown(device: &Device) -> Shown {
+    let mut lines = vec![
+        Line::labelled("name", "New device", device.name.clone()),
+        Line::labelled("platform", "Platform", device.platform.clone()),
+        Line::labelled("requested-at", "Asked at", device.created_at.to_rfc3339()),
+    ];
+    if let Some(ends) = device.recovery_ends_at {
+        lines.push(Line::labelled(
+            "recovery-ends-at",
+            "Recovery ends",
+            ends.to_rfc3339(),
+        ));
+    }
+    Shown {
+        title: "A new device asks to join your phone's devices".into(),
+        requester: None,
+        lines,
+        notes: vec![],
+        words: Words::approve_or_decline("device"),
+    }
+}
+
 #[async_trait]
 impl ApprovalTarget for DeviceAddApprovals {
     fn kind(&self) -> PurposeKind {
@@ -121,6 +144,8 @@ impl ApprovalTarget for DeviceAddApprovals {
                 .map_err(|error| TargetError::Unavailable(Box::new(error)))?,
             page: None,
             audience: device.audience.clone(),
+            shown: shown(&device),
+            passkey_required: true,
         })
     }
 

@@ -149,8 +149,8 @@ impl HostedApprovals {
     }
 
     /// Step 3: the decision, once per token, on a page that showed the object as it is now
-    /// (else `Changed`, and the token is kept for the reloaded page). With `passkey_required`,
-    /// the assertion must verify against the challenge of step 2b. The target refuses it if the
+    /// (else `Changed`, and the token is kept for the reloaded page). When the target requires a
+    /// passkey, the assertion must verify against the challenge of step 2b. The target refuses it if the
     /// object changed after this check (it is handed the context hash agreed to).
     pub async fn decide(
         &self,
@@ -164,7 +164,6 @@ impl HostedApprovals {
             decision,
             shown,
             assertion,
-            passkey_required,
             client,
         } = answer;
         Self::check_shown(&target, shown)?;
@@ -176,7 +175,8 @@ impl HostedApprovals {
                     .map_err(passkey_error)?;
                 true
             }
-            _ if passkey_required => {
+            // The domain's rule: a mandate always, a signature when its request says so.
+            _ if target.passkey_required => {
                 return Err(HostedError::Passkey(
                     "confirm with your passkey before deciding".into(),
                 ));

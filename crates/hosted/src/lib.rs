@@ -2,6 +2,7 @@
 
 mod ceremony;
 pub mod guesses;
+mod pages;
 pub mod ports;
 mod service;
 pub mod testing;
@@ -13,5 +14,4 @@ pub use guesses::{GuessPolicy, GuessState, Taken};
 pub use ports::{CeremonyStep, Confirmation, ConfirmationStore, Issued, NewCode, StoreError};
 pub use service::{
     Answer, AssertionStart, Client, HostedApprovals, HostedError, HostedPorts, HostedSettings,
-    PageView,
 };

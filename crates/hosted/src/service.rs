@@ -80,6 +80,15 @@ pub enum HostedError {
          review it"
     )]
     Changed,
+    /// The page's visitors name themselves (a signer) and this step named nobody.
+    #[error("Say who you are: `email` is required on this page")]
+    NoAddress,
+    /// The page's document is no longer stored: nothing to show, nothing to retry.
+    #[error(
+        "The document of this page is no longer stored: it cannot be shown. What was asked \
+         remains readable."
+    )]
+    Gone,
     #[error("A monthly quota of the merchant is used up")]
     Quota {
         quota: idconsent_kernel::QuotaExceeded,
@@ -111,15 +120,6 @@ impl From<TargetError> for HostedError {
     }
 }
 
-/// What the page shows about the object.
-#[derive(Debug, Clone, PartialEq)]
-pub struct PageView {
-    pub email: EmailAddress,
-    pub context: Value,
-    /// The hash the page carries and sends with its passkey and decision steps.
-    pub page_hash: String,
-}
-
 /// Options for the browser's assertion, and what it commits to.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AssertionStart {
@@ -138,10 +138,9 @@ pub struct Answer<'a> {
     pub decision: Decision,
     /// The hash of what the page showed (its `data-context-hash`).
     pub shown: &'a str,
-    /// The assertion over the challenge of the passkey step.
+    /// The assertion over the challenge of the passkey step (required when the target says
+    /// a passkey is).
     pub assertion: Option<&'a Value>,
-    /// Whether a decision without a verified assertion is refused.
-    pub passkey_required: bool,
     pub client: Client,
 }
 
@@ -206,17 +205,6 @@ impl HostedApprovals {
             per_window: self.settings.guesses_per_window,
             window: self.settings.guess_window,
         }
-    }
-
-    /// What the page shows: the context the passkey will commit to, who is asked, and the hash
-    /// the page carries.
-    pub async fn view(&self, purpose: &Purpose) -> Result<PageView, HostedError> {
-        let (target, email) = self.target(purpose).await?;
-        Ok(PageView {
-            email,
-            page_hash: target.page_hash(),
-            context: target.context,
-        })
     }
 
     /// Refuses a step made on a page that showed something other than the object now.

@@ -10,7 +10,7 @@ use async_trait::async_trait;
 use idconsent_approval::commitment::context_hash;
 use idconsent_approval::{
     AlsoFn, ApplicationDirectory, ApplicationNames, ApprovalTarget, Approver, Audience, Decision,
-    PurposeKind, Target, TargetError,
+    Line, PurposeKind, Shown, Target, TargetError, Words, amount,
 };
 use idconsent_kernel::Timestamp;
 use idconsent_kernel::id::MandateId;
@@ -19,7 +19,7 @@ use serde_json::Value;
 
 use crate::error::MandateError;
 use crate::events::TermsBody;
-use crate::model::{Mandate, MandateStatus};
+use crate::model::{Mandate, MandateStatus, Terms};
 use crate::service::MandateService;
 
 /// What the app shows for a mandate, and what its FIDO challenge commits to (SHA-256 of the
@@ -61,6 +61,58 @@ impl<'a> MandateContext<'a> {
 
     pub fn to_value(&self) -> Result<Value, TargetError> {
         serde_json::to_value(self).map_err(|error| TargetError::Unavailable(Box::new(error)))
+    }
+}
+
+/// `up to 49.90 EUR, monthly` / `no maximum amount`.
+fn terms_text(terms: &Terms) -> String {
+    let amount = match &terms.amount {
+        Some(money) => format!("up to {}", amount(money)),
+        None => "no maximum amount".to_owned(),
+    };
+    match terms.frequency {
+        Some(frequency) => format!("{amount}, {}", frequency.as_str()),
+        None => amount,
+    }
+}
+
+/// What the recipient reads: the terms (old and new on a re-authorisation), who asks, and in
+/// the sandbox that nothing is charged.
+pub fn shown(mandate: &Mandate, names: &ApplicationNames) -> Shown {
+    let mut lines = vec![Line::plain("description", mandate.description.clone())];
+    match &mandate.authorized_terms {
+        Some(previous) => {
+            lines.push(Line::labelled(
+                "terms",
+                "New terms",
+                terms_text(&mandate.terms),
+            ));
+            lines.push(Line::labelled(
+                "previous-terms",
+                "Authorised so far",
+                terms_text(previous),
+            ));
+        }
+        None => lines.push(Line::labelled("terms", "Terms", terms_text(&mandate.terms))),
+    }
+    let notes = match mandate.environment {
+        idconsent_kernel::Environment::Sandbox => {
+            vec!["Sandbox: a test mandate, nothing is charged.".to_owned()]
+        }
+        idconsent_kernel::Environment::Live => vec![],
+    };
+    Shown {
+        title: format!("Authorise a {}", mandate.kind.as_str().replace('_', " ")),
+        requester: Some(format!("{} · {}", names.application, names.merchant)),
+        lines,
+        notes,
+        words: Words {
+            question: "Do you authorise this mandate?".into(),
+            approve: "Authorise".into(),
+            reject: "Decline".into(),
+            approved: "Mandate authorised.".into(),
+            declined: "Mandate declined.".into(),
+        },
     }
 }
 
@@ -135,6 +187,9 @@ impl ApprovalTarget for MandateApprovals {
             context: MandateContext::of(&mandate, &names).to_value()?,
             page: None,
             audience: audience_of(&mandate),
+            shown: shown(&mandate, &names),
+            // A mandate authorises future debits: always with a passkey.
+            passkey_required: true,
         })
     }
 

@@ -11,8 +11,8 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use idconsent_approval::commitment::context_hash;
 use idconsent_approval::{
-    AlsoFn, ApprovalTarget, ApprovedVia, Approver, Audience, Decision, PurposeKind, Recipient,
-    Target, TargetError,
+    AlsoFn, ApprovalTarget, ApprovedVia, Approver, Audience, Decision, Document, Line, Page,
+    PageVisitors, PurposeKind, Recipient, Shown, Target, TargetError, Words,
 };
 use idconsent_kernel::{EmailAddress, Timestamp};
 use serde::Serialize;
@@ -98,6 +98,51 @@ pub fn page_hash(request: &SignatureRequest) -> String {
         .unwrap_or_default()
 }
 
+/// What every signer reads on the request's page: the document's size and fingerprint.
+pub fn shown(request: &SignatureRequest) -> Shown {
+    Shown {
+        title: "Sign a document".into(),
+        requester: None,
+        lines: vec![
+            Line::plain(
+                "summary",
+                format!(
+                    "A PDF of {} page(s) awaits {} signer(s), until {}.",
+                    request.document_pages,
+                    request.signers.len(),
+                    request.expires_at.to_rfc3339()
+                ),
+            ),
+            Line::labelled(
+                "sha256",
+                "Its SHA-256 fingerprint",
+                request.document_sha256.clone(),
+            ),
+        ],
+        notes: vec![],
+        words: Words {
+            question: "Do you sign this document?".into(),
+            approve: "Sign".into(),
+            reject: "Decline".into(),
+            approved: "Signed.".into(),
+            declined: "Declined.".into(),
+        },
+    }
+}
+
+/// The request's status as a decision sees it: `NotPending` once it is no longer pending.
+fn pending(request: &SignatureRequest, now: Timestamp) -> Result<(), TargetError> {
+    let status = request.status_at(now);
+    if status == RequestStatus::Pending {
+        Ok(())
+    } else {
+        Err(TargetError::NotPending(format!(
+            "The signature request is {}",
+            status.as_str()
+        )))
+    }
+}
+
 /// The [`ApprovalTarget`] of signature requests.
 #[derive(Debug, Clone)]
 pub struct SignatureApprovals {
@@ -165,13 +210,7 @@ impl ApprovalTarget for SignatureApprovals {
 
     async fn describe(&self, id: &str) -> Result<Target, TargetError> {
         let (request, email) = self.request_and_signer(id).await?;
-        let status = request.status_at(self.signatures.now());
-        if status != RequestStatus::Pending {
-            return Err(TargetError::NotPending(format!(
-                "The signature request is {}",
-                status.as_str()
-            )));
-        }
+        pending(&request, self.signatures.now())?;
         if request
             .signer(&email)
             .is_some_and(|signer| signer.status != SignerStatus::AwaitingSignature)
@@ -188,6 +227,8 @@ impl ApprovalTarget for SignatureApprovals {
             context,
             page: Some(page),
             audience: audience_of(&request),
+            shown: shown(&request),
+            passkey_required: request.require_biometric,
         })
     }
 
@@ -248,6 +289,36 @@ impl ApprovalTarget for SignatureApprovals {
             .await
             .map_err(target_error)?;
         Ok(answered.status.as_str().to_owned())
+    }
+
+    /// One page per request: each signer names their address on it.
+    fn page_visitors(&self) -> PageVisitors {
+        PageVisitors::NameThemselves
+    }
+
+    async fn page(&self, page_id: &str) -> Result<Page, TargetError> {
+        let request = self.signatures.load(page_id).await.map_err(target_error)?;
+        pending(&request, self.signatures.now())?;
+        Ok(Page {
+            shown: shown(&request),
+            hash: page_hash(&request),
+            passkey_required: request.require_biometric,
+            recipient: None,
+            has_document: true,
+        })
+    }
+
+    async fn document(&self, page_id: &str) -> Result<Option<Document>, TargetError> {
+        let request = self.signatures.load(page_id).await.map_err(target_error)?;
+        match self.signatures.document(&request).await {
+            Ok(bytes) => Ok(Some(Document {
+                bytes,
+                media_type: "application/pdf",
+                file_name: format!("{}.pdf", request.id),
+            })),
+            Err(SignatureError::DocumentMissing) => Ok(None),
+            Err(other) => Err(target_error(other)),
+        }
     }
 }
 

@@ -97,83 +97,89 @@ pub async fn walk(app: &TestApp, contract: &mut Contract) {
         )
         .await;
 
-    // An email recipient at the hosted page.
-    let email = "ann@example.com";
-    let created = call(
-        Method::POST,
-        "/v1/service/mandates",
-        Some(&json!({"recipient": email, "type": "authorization", "description": "Card on file"})),
-    )
-    .await;
-    let created = contract
-        .response("POST /v1/service/mandates", "email recipient", created)
-        .await;
-    let page = format!("/mandates/{}", created["data"]["id"].as_str().unwrap());
-    let mut visitor = PageVisitor::at(email, &page);
-    contract
-        .response(
-            "POST /mandates/{id}/code",
-            "",
-            visitor.post(app, "/code", &json!({})).await,
+    // An email recipient at the hosted page: at the mandate's URL, and at the page every kind has
+    // (ADR 0040).
+    for (route, url) in [
+        ("/mandates/{id}", "/mandates/"),
+        ("/approve/{kind}/{id}", "/approve/mandate/"),
+    ] {
+        let email = "ann@example.com";
+        let created = call(
+            Method::POST,
+            "/v1/service/mandates",
+            Some(&json!({"recipient": email, "type": "authorization", "description": "Card on file"})),
         )
         .await;
-    let code = app.last_message(email).await["code"]
-        .as_str()
-        .unwrap()
-        .to_owned();
-    let confirmed = contract
-        .response(
-            "POST /mandates/{id}/code/verify",
-            "",
-            visitor
-                .post(app, "/code/verify", &json!({"code": code}))
-                .await,
-        )
-        .await;
-    let token = confirmed["data"]["token"].as_str().unwrap().to_owned();
-    let options = contract
-        .response(
-            "POST /mandates/{id}/passkey/registration",
-            "",
-            visitor
-                .post(app, "/passkey/registration", &json!({"token": token}))
-                .await,
-        )
-        .await;
-    let created = visitor
-        .passkey
-        .register(
-            idconsent_e2e::enduser::ORIGIN,
-            &json!({"publicKey": options["data"]["publicKey"]}),
-        )
-        .unwrap();
-    // A page that showed something else (its hash is not the mandate's now): 409, reload.
-    contract
-        .response(
-            "POST /mandates/{id}/passkey/assertion",
-            "changed since the page was loaded",
-            visitor
-                .post(
-                    app,
-                    "/passkey/assertion",
-                    &json!({"token": token, "credential": created, "contextHash": "00".repeat(32)}),
-                )
-                .await,
-        )
-        .await;
-    let step = contract
-        .response(
-            "POST /mandates/{id}/passkey/assertion",
-            "",
-            visitor.assertion_step(app, &token, &created).await,
-        )
-        .await;
-    let assertion = visitor.assert(&step["data"]);
-    contract
-        .response(
-            "POST /mandates/{id}/decision",
-            "",
-            visitor.decide(app, &token, "approve", &assertion).await,
-        )
-        .await;
+        let created = contract
+            .response("POST /v1/service/mandates", "email recipient", created)
+            .await;
+        let page = format!("{url}{}", created["data"]["id"].as_str().unwrap());
+        let mut visitor = PageVisitor::at(email, &page);
+        contract
+            .response(
+                &format!("POST {route}/code"),
+                "",
+                visitor.post(app, "/code", &json!({})).await,
+            )
+            .await;
+        let code = app.last_message(email).await["code"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let confirmed = contract
+            .response(
+                &format!("POST {route}/code/verify"),
+                "",
+                visitor
+                    .post(app, "/code/verify", &json!({"code": code}))
+                    .await,
+            )
+            .await;
+        let token = confirmed["data"]["token"].as_str().unwrap().to_owned();
+        let options = contract
+            .response(
+                &format!("POST {route}/passkey/registration"),
+                "",
+                visitor
+                    .post(app, "/passkey/registration", &json!({"token": token}))
+                    .await,
+            )
+            .await;
+        let created = visitor
+            .passkey
+            .register(
+                idconsent_e2e::enduser::ORIGIN,
+                &json!({"publicKey": options["data"]["publicKey"]}),
+            )
+            .unwrap();
+        // A page that showed something else (its hash is not the mandate's now): 409, reload.
+        contract
+            .response(
+                &format!("POST {route}/passkey/assertion"),
+                "changed since the page was loaded",
+                visitor
+                    .post(
+                        app,
+                        "/passkey/assertion",
+                        &json!({"token": token, "credential": created, "contextHash": "00".repeat(32)}),
+                    )
+                    .await,
+            )
+            .await;
+        let step = contract
+            .response(
+                &format!("POST {route}/passkey/assertion"),
+                "",
+                visitor.assertion_step(app, &token, &created).await,
+            )
+            .await;
+        let assertion = visitor.assert(&step["data"]);
+        contract
+            .response(
+                &format!("POST {route}/decision"),
+                "",
+                visitor.decide(app, &token, "approve", &assertion).await,
+            )
+            .await;
+    }
 }

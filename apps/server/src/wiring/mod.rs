@@ -181,6 +181,8 @@ pub async fn build(config: Config, db: Db) -> Result<Deployment, WiringError> {
         mandates.clone(),
         merchants.directory.clone(),
     )))?;
+    #[cfg(feature = "idconsent-approval-example")]
+    approvals.register(idconsent_approval_example::notes_in(&config.data_dir))?;
     let approvals = Arc::new(approvals);
     let hosted = enduser::hosted(&shared, approvals.clone())?;
     let endusers = enduser::build(&shared, approvals)?;

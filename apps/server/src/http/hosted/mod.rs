@@ -1,44 +1,55 @@
-//! Hosted approval pages for email recipients (crate `idconsent-hosted`): a mandate addressed to
-//! an email address is decided at `{base}/mandates/{id}`, a signature request's signers sign at
-//! `{base}/sign/{id}` — the page shows what is asked, confirms the address with an emailed code,
-//! makes a passkey in the browser and asserts with it over a challenge committing to what is
-//! shown, then approves or declines.
+//! Hosted approval pages for email recipients (crate `idconsent-hosted`, ADR 0040): one page and
+//! one set of JSON steps for every purpose whose objects an email recipient decides, at
+//! `{base}/approve/{kind}/{id}` — and at today's URLs, `{base}/mandates/{id}` and
+//! `{base}/sign/{id}`. The page shows what the kind's target says to show, confirms the address
+//! with an emailed code, makes a passkey in the browser and asserts with it over a challenge
+//! committing to the object (when the target requires one), then approves or declines.
 //!
 //! No authentication but the page token the emailed code buys: the id alone shows the terms (as
 //! the emailed link does) and decides nothing.
 
-mod mandate;
+mod approve;
+mod at;
 pub mod page;
-mod signature;
+mod render;
+mod state;
 mod steps;
 
+use idconsent_approval::PurposeKind;
 use idconsent_hosted::HostedError;
+use idconsent_mandate::MandateApprovals;
+use idconsent_signature::SignatureApprovals;
 use utoipa_actix_web::service_config::ServiceConfig;
 
 use crate::http::error::ApiError;
 
+pub use state::HostedState;
+
+/// Today's page URLs, kept as they were emailed: the pages of these kinds.
+fn aliases() -> [(&'static str, PurposeKind); 2] {
+    [
+        ("/mandates", MandateApprovals::KIND),
+        ("/sign", SignatureApprovals::KIND),
+    ]
+}
+
+/// Every step at `/approve/{kind}/{id}…` and at each alias.
 pub fn routes(config: &mut ServiceConfig) {
-    config
-        .service(mandate::page)
-        .service(mandate::send_code)
-        .service(mandate::verify_code)
-        .service(mandate::passkey_registration)
-        .service(mandate::passkey_assertion)
-        .service(mandate::decide)
-        .service(signature::page)
-        .service(signature::send_code)
-        .service(signature::verify_code)
-        .service(signature::document)
-        .service(signature::passkey_registration)
-        .service(signature::passkey_assertion)
-        .service(signature::decide);
+    let mut prefixes = vec![(approve::GENERIC.to_owned(), None)];
+    prefixes.extend(
+        aliases()
+            .into_iter()
+            .map(|(path, kind)| (path.to_owned(), Some(kind))),
+    );
+    for (prefix, kind) in prefixes {
+        approve::register(config, &prefix, kind);
+    }
 }
 
 /// The services this area's handlers take (beyond the doors `http::register` adds).
 pub fn register(config: &mut actix_web::web::ServiceConfig, services: &crate::wiring::Services) {
     config
         .app_data(crate::http::extract::data(&services.hosted))
-        .app_data(crate::http::extract::data(&services.signatures))
         .app_data(crate::http::extract::data(&services.send_limits));
 }
 
@@ -57,6 +68,7 @@ impl From<HostedError> for ApiError {
                 format!("Wrong or expired code ({attempts_left} attempts left)"),
             ),
             HostedError::NoToken => ApiError::new(ErrorCategory::Unauthorized, error.to_string()),
+            HostedError::NoAddress => ApiError::bad_request(error.to_string()),
             HostedError::Passkey(reason) => ApiError::new(
                 ErrorCategory::Unauthorized,
                 format!("The passkey step did not verify: {reason}"),
@@ -66,6 +78,12 @@ impl From<HostedError> for ApiError {
                     "contextHash",
                     "is not what the page shows now; reload the page",
                 )]),
+            // A stored file is gone: nothing the visitor can do, and the operator must know
+            // (410, docs/api-design.md).
+            HostedError::Gone => {
+                tracing::error!("a hosted page's document is missing from the file store");
+                ApiError::gone(error.to_string())
+            }
             HostedError::Quota {
                 quota,
                 retry_after_secs,

@@ -1,22 +1,19 @@
-//! What the hosted pages' JSON steps share: the response bodies, and each step from the
-//! purpose to the HTTP answer. The pages' handlers only say which purpose a request names.
+//! The hosted page's JSON steps, each from the purpose to the HTTP answer, and their response
+//! bodies. The handlers (`approve.rs`) only say which purpose a request names.
 
 use actix_web::http::StatusCode;
 use actix_web::http::header::USER_AGENT;
 use actix_web::{HttpRequest, HttpResponse};
 use idconsent_approval::{Decision, Purpose};
-use idconsent_hosted::HostedApprovals;
 use idconsent_hosted::{Answer, Client};
 use idconsent_kernel::ValidationErrors;
-use idconsent_notification::SendLimits;
 use serde::Serialize;
 use serde_json::Value;
 use utoipa::ToSchema;
 
+use super::HostedState;
 use crate::http::envelope::{Empty, respond};
 use crate::http::error::ApiError;
-
-use crate::http::send_limits;
 
 #[derive(Debug, Serialize, ToSchema)]
 pub struct HostedPageToken {
@@ -54,22 +51,21 @@ pub struct HostedDecision {
 
 /// Emails the code (counted against the caller's sending allowance first, CONTRACT §9).
 pub async fn send_code(
-    hosted: &HostedApprovals,
-    limits: &SendLimits,
+    state: &HostedState,
     req: &HttpRequest,
     purpose: &Purpose,
 ) -> Result<HttpResponse, ApiError> {
-    send_limits::admit(limits, req, None).await?;
-    hosted.send_code(purpose).await?;
+    state.admit_code(req).await?;
+    state.hosted.send_code(purpose).await?;
     Ok(respond(StatusCode::ACCEPTED, "Code sent", Empty {}))
 }
 
 pub async fn verify_code(
-    hosted: &HostedApprovals,
+    state: &HostedState,
     purpose: &Purpose,
     code: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let token = hosted.verify_code(purpose, code).await?;
+    let token = state.hosted.verify_code(purpose, code).await?;
     Ok(respond(
         StatusCode::OK,
         "Address confirmed",
@@ -78,11 +74,11 @@ pub async fn verify_code(
 }
 
 pub async fn passkey_registration(
-    hosted: &HostedApprovals,
+    state: &HostedState,
     purpose: &Purpose,
     token: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let options = hosted.passkey_registration(purpose, token).await?;
+    let options = state.hosted.passkey_registration(purpose, token).await?;
     Ok(respond(
         StatusCode::OK,
         "ok",
@@ -94,13 +90,14 @@ pub async fn passkey_registration(
 
 /// The assertion step, for the page that showed `shown` (its `data-context-hash`).
 pub async fn passkey_assertion(
-    hosted: &HostedApprovals,
+    state: &HostedState,
     purpose: &Purpose,
     token: &str,
     credential: &Value,
     shown: &str,
 ) -> Result<HttpResponse, ApiError> {
-    let started = hosted
+    let started = state
+        .hosted
         .passkey_assertion(purpose, token, credential, shown)
         .await?;
     Ok(respond(
@@ -123,12 +120,11 @@ pub struct DecisionStep<'a> {
     /// The hash of what the page showed (its `data-context-hash`).
     pub shown: &'a str,
     pub assertion: Option<&'a Value>,
-    pub passkey_required: bool,
 }
 
 /// The decision: `approve` or `reject` (else 422), with who is at the page for the audit trail.
 pub async fn decide(
-    hosted: &HostedApprovals,
+    state: &HostedState,
     req: &HttpRequest,
     purpose: &Purpose,
     step: DecisionStep<'_>,
@@ -138,7 +134,6 @@ pub async fn decide(
         decision,
         shown,
         assertion,
-        passkey_required,
     } = step;
     let decision = match decision {
         "approve" => Decision::Approve,
@@ -162,10 +157,10 @@ pub async fn decide(
         decision,
         shown,
         assertion: assertion.filter(|value| !value.is_null()),
-        passkey_required,
         client,
     };
-    let status = hosted
+    let status = state
+        .hosted
         .decide(purpose, token, answer, &|_| {
             idconsent_approval::Effects::default()
         })
