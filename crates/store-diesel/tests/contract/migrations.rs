@@ -64,6 +64,9 @@ macro_rules! select_every_table {
             blob_objects,
             blob_chunks,
             identity_sandbox_days,
+            oidc_clients,
+            oidc_authorizations,
+            oidc_refresh_tokens,
         )
     };
 }
