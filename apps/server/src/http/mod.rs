@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod middleware;
 mod notifications;
 mod oauth;
+mod oidc;
 pub mod openapi;
 mod qr;
 mod reference;
@@ -48,6 +49,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .service(system::docs)
         .service(notifications::send_test_message)
         .configure(oauth::routes)
+        .configure(oidc::routes)
         .configure(consents::routes)
         .configure(mandates::routes)
         .configure(billing::routes)

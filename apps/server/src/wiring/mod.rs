@@ -13,6 +13,7 @@ mod mandate;
 mod merchant;
 mod notification;
 mod oauth;
+mod oidc;
 mod signature;
 mod system;
 mod webhook;
@@ -154,6 +155,7 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
     let webhooks = webhook::build(&shared, &merchants)?;
     let consents = consent::build(&shared);
     let (oauth, oauth_keys) = oauth::build(&shared, &consents, &merchants).await?;
+    let oidc = oidc::build(&shared, &oauth, &oauth_keys);
 
     let consent_approvals = Arc::new(
         ConsentApprovals::new(consents.service.clone(), merchants.directory.clone())
@@ -219,6 +221,8 @@ pub async fn build(config: Config, db: Db) -> Result<AppContext, WiringError> {
         qr: consents.qr,
         oauth,
         oauth_keys,
+        oidc_clients: oidc.clients,
+        oidc: oidc.provider,
         endusers,
         webhooks: webhooks.log,
         notifier: notifications.notifier,

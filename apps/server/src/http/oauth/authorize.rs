@@ -66,7 +66,7 @@ pub async fn page(
             return Err(error);
         }
     };
-    if let Some(location) = redirect_of(&view) {
+    if let Some(location) = redirect_of(&view, &context.config.base_url) {
         return Ok(hardened(HttpResponse::SeeOther())
             .insert_header((header::LOCATION, location))
             .finish());
@@ -109,7 +109,7 @@ pub async fn status(
         "ok",
         HostedStatus {
             status: view.session.status_at(view.now).as_str(),
-            redirect: redirect_of(&view),
+            redirect: redirect_of(&view, &context.config.base_url),
         },
     );
     let headers = response.headers_mut();
@@ -119,9 +119,10 @@ pub async fn status(
     Ok(response)
 }
 
-/// Where a decided request sends the browser; `None` while pending.
-fn redirect_of(view: &RequestStatus) -> Option<String> {
-    let mut params: Vec<(&str, &str)> = Vec::with_capacity(2);
+/// Where a decided request sends the browser; `None` while pending. `iss` names us (RFC 9207),
+/// so a client talking to several providers knows whose code or error this is.
+fn redirect_of(view: &RequestStatus, issuer: &str) -> Option<String> {
+    let mut params: Vec<(&str, &str)> = Vec::with_capacity(3);
     match view.session.status_at(view.now) {
         SessionStatus::Pending => return None,
         SessionStatus::Approved => {
@@ -134,6 +135,7 @@ fn redirect_of(view: &RequestStatus) -> Option<String> {
     if let Some(state) = &view.request.state {
         params.push(("state", state));
     }
+    params.push(("iss", issuer));
     Some(with_query(&view.request.redirect_uri, &params))
 }
 
