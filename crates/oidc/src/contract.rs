@@ -40,7 +40,10 @@ macro_rules! oidc_client_store_contract {
 }
 
 fn ids() -> Arc<dyn IdGenerator> {
-    Arc::new(UlidGenerator::new(Arc::new(SystemClock), Arc::new(OsRandom)))
+    Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ))
 }
 
 fn new_application() -> ApplicationId {

@@ -127,7 +127,10 @@ impl AuthorizationStore for InMemoryAuthorizations {
         let Some(row) = rows.get_mut(session) else {
             return Ok(false);
         };
-        if row.last_polled_at.is_some_and(|last| at < last.plus(interval)) {
+        if row
+            .last_polled_at
+            .is_some_and(|last| at < last.plus(interval))
+        {
             return Ok(false);
         }
         row.last_polled_at = Some(at);

@@ -22,7 +22,10 @@ struct World {
 }
 
 fn ids() -> Arc<dyn IdGenerator> {
-    Arc::new(UlidGenerator::new(Arc::new(SystemClock), Arc::new(OsRandom)))
+    Arc::new(UlidGenerator::new(
+        Arc::new(SystemClock),
+        Arc::new(OsRandom),
+    ))
 }
 
 fn world(environment: Environment) -> World {

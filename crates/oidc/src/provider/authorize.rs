@@ -81,7 +81,7 @@ impl OidcProvider {
         };
         let (config, application) = match self.clients.client(client_id).await {
             Ok(Some(found)) => found,
-            Ok(None) => return Err(page("invalid_client", "Unknown client_id")),
+            Ok(None) => return Err(page("invalid_request", "Unknown client_id")),
             Err(error) => return Err(AuthorizeRefusal::Page(ProtocolError::server(&error))),
         };
         let Some(redirect_uri) = params.redirect_uri.clone() else {
