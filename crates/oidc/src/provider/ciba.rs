@@ -161,7 +161,7 @@ impl OidcProvider {
             .map_err(|error| ProtocolError::server(&error))?;
         Ok(BackchannelStarted {
             auth_req_id: session.id.as_str().to_owned(),
-            expires_in: session.expires_at.since(now).as_secs(),
+            expires_in: session.expires_at.since(session.created_at).as_secs(),
             interval: POLL_INTERVAL.as_secs(),
         })
     }
