@@ -159,11 +159,7 @@ async fn another_merchant_sees_nothing_and_only_owners_and_admins_configure() {
             .rotate_secret(&stranger, w.app.as_str())
             .await
             .err(),
-        w.clients
-            .read(&stranger, w.app.as_str())
-            .await
-            .err()
-            .map(|e| e),
+        w.clients.read(&stranger, w.app.as_str()).await.err(),
         w.clients.read(&w.owner, "app_!!").await.err(),
     ] {
         assert!(

@@ -62,7 +62,7 @@ impl OAuthService {
                 let hasher = self.ports.hasher.clone();
                 let sector = sector.clone();
                 Box::new(move |phone: &str| pairwise_subject(hasher.as_ref(), &sector, phone))
-                    as Box<dyn FnOnce(&str) -> String + Send>
+                    as SubjectOf
             }),
         };
         let redemption = self
@@ -217,6 +217,9 @@ impl OAuthService {
     }
 }
 
+/// Maps the user's phone to a token's subject.
+type SubjectOf = Box<dyn FnOnce(&str) -> String + Send>;
+
 /// One token exchange's judgement of the grant its code names: the rules of CONTRACT §5.
 struct ExchangeAttempt {
     /// The keyed hash of the code as presented.
@@ -229,7 +232,7 @@ struct ExchangeAttempt {
     /// The redirect URI the authorization request named, when the caller must repeat it.
     redirect_uri: Option<String>,
     /// Maps the user's phone to the token's subject (pairwise); the phone itself when `None`.
-    subject: Option<Box<dyn FnOnce(&str) -> String + Send>>,
+    subject: Option<SubjectOf>,
 }
 
 impl ExchangeAttempt {

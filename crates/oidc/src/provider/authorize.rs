@@ -33,7 +33,7 @@ pub struct AuthorizeParams {
 pub enum AuthorizeOutcome {
     /// No `login_hint`: the page asks the user for their phone number and sends these
     /// parameters again with it.
-    AskPhone { params: AuthorizeParams },
+    AskPhone { params: Box<AuthorizeParams> },
     /// The session exists: the browser goes to its hosted page (`location`).
     Started { location: String },
 }
@@ -100,7 +100,9 @@ impl OidcProvider {
             return Err(back(error, description));
         }
         let Some(phone) = params.login_hint.clone() else {
-            return Ok(AuthorizeOutcome::AskPhone { params });
+            return Ok(AuthorizeOutcome::AskPhone {
+                params: Box::new(params),
+            });
         };
         if PhoneNumber::parse(&phone).is_err() {
             return Err(back(

@@ -79,7 +79,7 @@ pub(super) fn token_request(
 
 /// The token response (RFC 6749 §5.1, OpenID Connect Core §3.1.3.3).
 #[derive(Debug, Serialize, ToSchema)]
-pub struct TokenBody {
+pub struct OidcTokenBody {
     access_token: String,
     /// `Bearer`.
     token_type: &'static str,
@@ -108,7 +108,7 @@ pub struct OAuthErrorBody {
     tag = "oidc",
     request_body(content = String, content_type = "application/x-www-form-urlencoded"),
     responses(
-        (status = 200, description = "Tokens", body = TokenBody),
+        (status = 200, description = "Tokens", body = OidcTokenBody),
         (status = 400, description = "invalid_request, invalid_grant, unsupported_grant_type", body = OAuthErrorBody),
         (status = 401, description = "invalid_client", body = OAuthErrorBody)
     )
@@ -124,7 +124,7 @@ pub async fn token(
         Err(error) => Err(error),
     };
     match result {
-        Ok(granted) => no_store_json(&TokenBody {
+        Ok(granted) => no_store_json(&OidcTokenBody {
             access_token: granted.access_token,
             token_type: "Bearer",
             expires_in: granted.expires_in,
