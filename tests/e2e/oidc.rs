@@ -57,6 +57,7 @@ oidc_on_both_backends!(
     a_reused_code_is_refused_and_revokes_the_token_it_gave,
     a_rotated_secret_no_longer_authenticates,
     without_login_hint_a_page_asks_for_the_phone,
+    a_live_client_uses_https_and_asks_only_enrolled_phones,
 );
 
 pub const REDIRECT: &str = "http://localhost:4000/callback";
@@ -583,4 +584,73 @@ async fn without_login_hint_a_page_asks_for_the_phone(app: TestApp) {
     let session = hosted.rsplit('/').next().unwrap().to_owned();
     let begun = user.begun(&app, "consent", Some(&session)).await;
     assert_eq!(begun["context"]["intent"], "OAUTH");
+}
+
+async fn a_live_client_uses_https_and_asks_only_enrolled_phones(app: TestApp) {
+    let (merchant, application, _) = app.live_merchant().await;
+    // Live consent sessions send their events over https only (CONTRACT §8).
+    let patched = app
+        .as_merchant(
+            Method::PATCH,
+            &format!("/v1/merchants/applications/{}", application.id),
+            &merchant.token,
+        )
+        .json(&json!({"callbackUrl": "https://shop.example/hooks"}))
+        .send()
+        .await
+        .unwrap();
+    json(patched, 200).await;
+    // localhost is a sandbox privilege.
+    let local =
+        json!({"redirectUris": [REDIRECT], "tokenEndpointAuthMethod": "client_secret_basic"});
+    let refused = error(
+        configure(&app, &merchant, &application.id, &local).await,
+        422,
+        "validation_error",
+    )
+    .await;
+    assert_eq!(refused["details"][0]["field"], "redirectUris[0]");
+    let live_redirect = "https://shop.example/oidc/callback";
+    let body =
+        json!({"redirectUris": [live_redirect], "tokenEndpointAuthMethod": "client_secret_basic"});
+    json(
+        configure(&app, &merchant, &application.id, &body).await,
+        200,
+    )
+    .await;
+
+    // A phone nobody enrolled: back to the client with access_denied, no session for it.
+    let mut url = Url::parse(&authorize_url(
+        &app,
+        &application.id,
+        &[("login_hint", "+15550009999")],
+    ))
+    .unwrap();
+    let pairs: Vec<(String, String)> = url
+        .query_pairs()
+        .map(|(k, v)| {
+            let v = if k == "redirect_uri" {
+                live_redirect.to_owned()
+            } else {
+                v.into_owned()
+            };
+            (k.into_owned(), v)
+        })
+        .collect();
+    url.query_pairs_mut().clear().extend_pairs(pairs);
+    let location = location_of(url.as_str()).await;
+    assert!(location.starts_with(live_redirect), "{location}");
+    assert_eq!(
+        param(&location, "error").as_deref(),
+        Some("access_denied"),
+        "{location}"
+    );
+
+    // An enrolled user is asked: the browser goes to the hosted page.
+    let user = AppUser::enrolled(&app).await;
+    let enrolled = url
+        .as_str()
+        .replace("%2B15550009999", &user.phone.replace('+', "%2B"));
+    let hosted = location_of(&enrolled).await;
+    assert!(hosted.contains("/oauth/authorize/cs_"), "{hosted}");
 }
