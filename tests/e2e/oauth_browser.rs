@@ -75,7 +75,10 @@ async fn the_hosted_page_shows_the_qr_and_lands_on_the_redirect_uri_with_the_cod
         .to_owned();
     assert_eq!(
         landed,
-        format!("{redirect}&code={code}&state={STATE_ENCODED}")
+        format!(
+            "{redirect}&code={code}&state={STATE_ENCODED}&iss={}",
+            iss(&app).await
+        )
     );
 
     let token = exchange(&app, &application, &code).await;
@@ -93,7 +96,7 @@ async fn the_hosted_page_shows_the_qr_and_lands_on_the_redirect_uri_with_the_cod
     assert_eq!(late.status(), 303);
     assert_eq!(
         late.headers()["location"].to_str().unwrap(),
-        format!("{redirect}&state={STATE_ENCODED}")
+        format!("{redirect}&state={STATE_ENCODED}&iss={}", iss(&app).await)
     );
     drop(browser);
     app.stop().await;
@@ -116,7 +119,10 @@ async fn the_hosted_page_lands_on_the_redirect_uri_with_access_denied_after_a_re
 
     approve_or_reject(&app, &application, &session, "reject").await;
     let landed = browser.wait_for_url(&redirect, "error=").await;
-    let expected = format!("{redirect}&error=access_denied&state={STATE_ENCODED}");
+    let expected = format!(
+        "{redirect}&error=access_denied&state={STATE_ENCODED}&iss={}",
+        iss(&app).await
+    );
     assert_eq!(landed, expected);
 
     // Loaded after the decision, the page redirects at once; the status says the same.
@@ -283,6 +289,16 @@ async fn exchange(app: &TestApp, application: &Application, code: &str) -> Respo
         &json!({"code": code, "codeVerifier": VERIFIER}),
     )
     .await
+}
+
+/// The `iss` parameter of every redirect (RFC 9207): the issuer, percent-encoded.
+async fn iss(app: &TestApp) -> String {
+    let metadata = json(app.get("/.well-known/openid-configuration").await, 200).await;
+    metadata["issuer"]
+        .as_str()
+        .unwrap()
+        .replace(':', "%3A")
+        .replace('/', "%2F")
 }
 
 fn no_redirects() -> reqwest::Client {

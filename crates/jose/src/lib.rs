@@ -2,6 +2,7 @@
 
 mod access_tokens;
 mod app_tokens;
+mod id_tokens;
 mod key_ring;
 
 pub use access_tokens::Es256TokenSigner;

@@ -32,6 +32,7 @@ macro_rules! oauth_repository_contract {
             a_failed_attempt_consumes_the_code,
             an_ignored_or_unknown_code_changes_nothing,
             only_the_owner_revokes_a_token,
+            a_token_is_inserted_once_and_found,
         );
         #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         async fn a_grant_is_read_with_its_session() {
@@ -439,4 +440,36 @@ pub async fn only_the_owner_revokes_a_token(store: Arc<dyn OAuthRepository>) {
     );
     let stored = store.find_token(&issued.token_id).await.unwrap().unwrap();
     assert_eq!(stored.revoked_at, Some(at(120)));
+}
+
+pub async fn a_token_is_inserted_once_and_found(store: Arc<dyn OAuthRepository>) {
+    let application: ApplicationId = ids().next();
+    let issued = IssuedToken {
+        claims: json!({"phone_number": {"value": "+15551234567", "verified": true, "verificationStatus": "verified"}}),
+        scopes: vec!["openid".into(), "phone".into()],
+        ..token(&application)
+    };
+    store.insert_token(&issued).await.unwrap();
+    assert_eq!(
+        store.find_token(&issued.token_id).await.unwrap(),
+        Some(issued.clone())
+    );
+    let again = IssuedToken {
+        subject: "someone else".into(),
+        ..issued.clone()
+    };
+    assert!(matches!(
+        store.insert_token(&again).await,
+        Err(StoreError::Duplicate)
+    ));
+    assert_eq!(
+        store.find_token(&issued.token_id).await.unwrap(),
+        Some(issued.clone())
+    );
+    assert!(
+        store
+            .revoke_token(&issued.token_id, &application, at(50))
+            .await
+            .unwrap()
+    );
 }

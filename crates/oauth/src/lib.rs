@@ -28,8 +28,9 @@ pub use model::{
 };
 pub use pkce::ChallengeMethod;
 pub use service::{
-    ActiveToken, ApprovedRequest, CreateAccessRequest, HostedPage, NewAccessRequest, OAuthPorts,
-    OAuthService, OAuthSettings, RequestStatus, TokenGrant, UserInfo,
+    ActiveToken, ApprovedRequest, CreateAccessRequest, ExchangeOptions, HostedPage,
+    NewAccessRequest, OAuthPorts, OAuthService, OAuthSettings, PAIRWISE_SUBJECT_PURPOSE,
+    RequestStatus, TokenGrant, UserInfo, pairwise_subject,
 };
 pub use signing_keys::{
     KeyGenerator, Rotated, SIGNING_KEY_SEALED_KIND, SigningKey, SigningKeyError, SigningKeyRecord,

@@ -100,6 +100,8 @@ pub enum Redemption {
 ///   the verdict but `Ignore`: the token it produced is revoked at `at` and nothing is stored
 ///   (`Reused`). Of concurrent redemptions of one code exactly one is `Spent`.
 /// - `revoke_token` revokes an unrevoked token of `application`; `false` otherwise.
+/// - `insert_token` stores a token issued without a code (a refresh); `Duplicate` for a token
+///   id that exists, which changes nothing.
 #[async_trait]
 pub trait OAuthRepository: Send + Sync + fmt::Debug {
     async fn insert_request(&self, request: &AccessRequest) -> Result<(), StoreError>;
@@ -113,6 +115,7 @@ pub trait OAuthRepository: Send + Sync + fmt::Debug {
         decide: Decide,
     ) -> Result<Redemption, StoreError>;
     async fn find_token(&self, token_id: &str) -> Result<Option<IssuedToken>, StoreError>;
+    async fn insert_token(&self, token: &IssuedToken) -> Result<(), StoreError>;
     async fn revoke_token(
         &self,
         token_id: &str,

@@ -1,16 +1,18 @@
 //! Where a decided request sends the browser (RFC 6749 §4.1.2 and §4.1.2.1):
 //! `redirectUri?code=…&state=…` once approved, `redirectUri?error=access_denied&state=…` once
 //! rejected or expired. An approved request whose code is spent or expired sends `state` alone,
-//! so a merchant that already exchanged the code never receives a spent one.
+//! so a merchant that already exchanged the code never receives a spent one. Every redirect
+//! names us in `iss` (RFC 9207), so a client talking to several providers knows whose code or
+//! error this is.
 
 use idconsent_consent::SessionStatus;
 
 use crate::service::RequestStatus;
 
 impl RequestStatus {
-    /// The redirect of a decided request; `None` while it is pending.
-    pub fn redirect(&self) -> Option<String> {
-        let mut params: Vec<(&str, &str)> = Vec::with_capacity(2);
+    /// The redirect of a decided request, naming `issuer`; `None` while it is pending.
+    pub fn redirect(&self, issuer: &str) -> Option<String> {
+        let mut params: Vec<(&str, &str)> = Vec::with_capacity(3);
         match self.session.status_at(self.now) {
             SessionStatus::Pending => return None,
             SessionStatus::Approved => {
@@ -25,6 +27,7 @@ impl RequestStatus {
         if let Some(state) = &self.request.state {
             params.push(("state", state));
         }
+        params.push(("iss", issuer));
         Some(with_query(&self.request.redirect_uri, &params))
     }
 }
@@ -130,30 +133,38 @@ mod tests {
         }
     }
 
+    const ISSUER: &str = "https://id.example";
+
     #[test]
     fn a_decided_request_redirects_with_its_code_or_its_refusal_and_the_state() {
         assert_eq!(
-            status(SessionStatus::Pending, None, Some("s")).redirect(),
+            status(SessionStatus::Pending, None, Some("s")).redirect(ISSUER),
             None
         );
         assert_eq!(
-            status(SessionStatus::Approved, Some("ac_1"), Some("a b")).redirect(),
-            Some("https://shop.example/cb?shop=1&code=ac_1&state=a%20b".into())
+            status(SessionStatus::Approved, Some("ac_1"), Some("a b")).redirect(ISSUER),
+            Some(
+                "https://shop.example/cb?shop=1&code=ac_1&state=a%20b&iss=https%3A%2F%2Fid.example"
+                    .into()
+            )
         );
         // A spent or expired code is never sent again: the state alone.
         assert_eq!(
-            status(SessionStatus::Approved, None, Some("s")).redirect(),
-            Some("https://shop.example/cb?shop=1&state=s".into())
+            status(SessionStatus::Approved, None, Some("s")).redirect(ISSUER),
+            Some("https://shop.example/cb?shop=1&state=s&iss=https%3A%2F%2Fid.example".into())
         );
         assert_eq!(
-            status(SessionStatus::Rejected, None, None).redirect(),
-            Some("https://shop.example/cb?shop=1&error=access_denied".into())
+            status(SessionStatus::Rejected, None, None).redirect(ISSUER),
+            Some(
+                "https://shop.example/cb?shop=1&error=access_denied&iss=https%3A%2F%2Fid.example"
+                    .into()
+            )
         );
         let mut expired = status(SessionStatus::Pending, None, Some("s"));
         expired.now = expired.session.expires_at;
         assert_eq!(
-            expired.redirect(),
-            Some("https://shop.example/cb?shop=1&error=access_denied&state=s".into())
+            expired.redirect(ISSUER),
+            Some("https://shop.example/cb?shop=1&error=access_denied&state=s&iss=https%3A%2F%2Fid.example".into())
         );
     }
 

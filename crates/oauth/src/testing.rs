@@ -154,6 +154,15 @@ impl OAuthRepository for InMemoryOAuth {
         Ok(self.lock().tokens.get(token_id).cloned())
     }
 
+    async fn insert_token(&self, token: &IssuedToken) -> Result<(), StoreError> {
+        let mut state = self.lock();
+        if state.tokens.contains_key(&token.token_id) {
+            return Err(StoreError::Duplicate);
+        }
+        state.tokens.insert(token.token_id.clone(), token.clone());
+        Ok(())
+    }
+
     async fn revoke_token(
         &self,
         token_id: &str,

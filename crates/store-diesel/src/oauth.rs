@@ -493,6 +493,12 @@ impl OAuthRepository for DieselOAuthStore {
         found(row, unavailable, TokenRow::into_token).await
     }
 
+    async fn insert_token(&self, token: &IssuedToken) -> Result<(), StoreError> {
+        insert_row!(self.db, oauth_tokens::table, TokenRow::from_token(token))
+            .await
+            .map_err(duplicate_or(StoreError::Duplicate, unavailable))
+    }
+
     async fn revoke_token(
         &self,
         token_id: &str,

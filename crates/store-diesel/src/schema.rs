@@ -368,6 +368,7 @@ pub use crate::chip_challenges::schema::chip_challenges;
 pub use crate::hosted::schema::hosted_confirmations;
 pub use crate::mandate::schema::mandates;
 pub use crate::oauth_keys::schema::oauth_signing_keys;
+pub use crate::oidc::schema::{oidc_authorizations, oidc_clients, oidc_refresh_tokens};
 pub use crate::signature::schema::signature_requests;
 pub use crate::throttle::schema::throttle_counters;
 pub use crate::usage::schema::usage_counters;

@@ -16,6 +16,7 @@ mod identity;
 mod mandates;
 mod merchants;
 mod oauth;
+mod oidc;
 mod qr;
 mod redact;
 mod schema;
@@ -34,7 +35,7 @@ on_both_backends!(the_api_contract_holds);
 /// has a concrete schema (`every_response_schema_is_concrete`). Places are named as
 /// `schema::untyped_objects` reports them: `Component.field`, an envelope's `data` inlined
 /// into `Envelope_<Dto>`.
-const OPEN_SCHEMAS: [(&str, &str); 8] = [
+const OPEN_SCHEMAS: [(&str, &str); 13] = [
     (
         "GET /openapi.json 200",
         "the OpenAPI 3.1 document itself, whose schema is the OpenAPI specification's",
@@ -73,6 +74,30 @@ const OPEN_SCHEMAS: [(&str, &str); 8] = [
         "ClaimBody.value",
         "a claim's verified value: a string for every claim today, an object for `address` \
          once identity verification provides it",
+    ),
+    (
+        "Envelope_ClientView.data.jwks",
+        "an OpenID Connect client's public keys as it registered them: an RFC 7517 key set, \
+         whose members depend on each key's type",
+    ),
+    (
+        "GET /.well-known/openid-configuration 200",
+        "OpenID Connect Discovery metadata: the standard's open document, which names each \
+         feature only once it is served (docs/oidc.md)",
+    ),
+    (
+        "GET /oauth2/userinfo 200",
+        "OpenID Connect userinfo: `sub` and the standard claims the token's scopes approved, \
+         which differ per token (docs/oidc.md, claim mapping)",
+    ),
+    (
+        "POST /oauth2/userinfo 200",
+        "OpenID Connect userinfo by POST: the same open claims set as GET",
+    ),
+    (
+        "POST /oauth2/introspect 200",
+        "RFC 7662 introspection: `{active: false}` alone, or the members of an active access \
+         or refresh token",
     ),
 ];
 
@@ -245,6 +270,7 @@ async fn the_api_contract_holds(app: TestApp) {
     endusers::walk(&app, &mut contract).await;
     oauth::walk(&app, &mut contract).await;
     qr::walk(&app, &mut contract).await;
+    oidc::walk(&app, &mut contract).await;
     signatures::walk(&app, &mut contract).await;
     mandates::walk(&app, &mut contract).await;
     identity::walk(&app, &mut contract).await;

@@ -8,11 +8,14 @@
 use serde_json::Value;
 
 /// Prefixes of secrets: everything after them is redacted.
-const SECRET_PREFIXES: [&str; 6] = ["mk_test_", "mk_live_", "whsec_", "sk_", "rt_", "ac_"];
+const SECRET_PREFIXES: [&str; 8] = [
+    "mk_test_", "mk_live_", "whsec_", "sk_", "rt_", "ac_", "ocs_", "ort_",
+];
 
 /// Fields whose string values are random bytes in some encoding (base64url, hex, key ids).
-const OPAQUE_FIELDS: [&str; 12] = [
+const OPAQUE_FIELDS: [&str; 13] = [
     "challenge",
+    "sub",
     "token",
     "credentialId",
     "rawId",
@@ -30,7 +33,7 @@ const OPAQUE_FIELDS: [&str; 12] = [
 const RANDOM_DIGIT_FIELDS: [&str; 2] = ["code", "body"];
 
 /// Numeric fields that vary from run to run.
-const VOLATILE_NUMBERS: [&str; 3] = ["durationMs", "iat", "exp"];
+const VOLATILE_NUMBERS: [&str; 4] = ["durationMs", "iat", "exp", "verified_at"];
 
 /// `text` with a trailing `YYYY-MM` replaced by `[month]`, if it ends with one.
 fn redact_month(text: &str) -> Option<String> {

@@ -17,6 +17,7 @@ pub mod metrics;
 pub mod middleware;
 mod notifications;
 mod oauth;
+mod oidc;
 pub mod openapi;
 mod qr;
 mod reference;
@@ -73,6 +74,7 @@ pub fn register(config: &mut web::ServiceConfig, services: &Services) {
     system::register(config, services);
     notifications::register(config, services);
     oauth::register(config, services);
+    oidc::register(config, services);
     consents::register(config, services);
     mandates::register(config, services);
     billing::register(config, services);
@@ -102,6 +104,7 @@ pub fn routes(config: &mut ServiceConfig, mode: Mode) {
         .service(system::docs)
         .service(notifications::send_test_message)
         .configure(oauth::routes)
+        .configure(oidc::routes)
         .configure(consents::routes)
         .configure(mandates::routes)
         .configure(billing::routes)

@@ -41,6 +41,7 @@ use crate::http::error::{ErrorBody, FieldErrorBody};
         (name = "devices", description = "The signed-in user's devices (app access token + X-Device-ID)"),
         (name = "app-auth", description = "App sign-in and token refresh (/v6/auth)"),
         (name = "oauth", description = "OAuth with PKCE: access requests, token exchange, JWKS, userinfo, introspection, revocation"),
+        (name = "oidc", description = "OpenID Connect: discovery, the standard /oauth2 endpoints and the per-application client configuration (docs/oidc.md)"),
     )
 )]
 struct ApiDoc;

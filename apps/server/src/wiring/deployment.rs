@@ -57,6 +57,10 @@ pub struct Services {
     pub oauth: Arc<OAuthService>,
     /// The OAuth signing keys shared by every process (operator rotation, reloads).
     pub oauth_keys: Arc<OAuthKeys>,
+    /// OpenID Connect client configurations (`/v1/merchants/applications/:id/oidc`).
+    pub oidc_clients: Arc<idconsent_oidc::OidcClients>,
+    /// The OpenID Connect provider (`/oauth2/*`, discovery).
+    pub oidc: Arc<idconsent_oidc::OidcProvider>,
     pub endusers: Arc<EndUserService>,
     /// The merchant's webhook delivery log.
     pub webhooks: Arc<DeliveryLog>,

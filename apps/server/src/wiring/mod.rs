@@ -14,6 +14,7 @@ mod mandate;
 mod merchant;
 mod notification;
 mod oauth;
+mod oidc;
 mod signature;
 mod system;
 mod webhook;
@@ -155,6 +156,7 @@ pub async fn build(config: Config, db: Db) -> Result<Deployment, WiringError> {
     let webhooks = webhook::build(&shared, &merchants)?;
     let consents = consent::build(&shared);
     let (oauth, oauth_keys) = oauth::build(&shared, &consents, &merchants).await?;
+    let oidc = oidc::build(&shared, &oauth, &oauth_keys);
 
     let consent_approvals = Arc::new(
         ConsentApprovals::new(consents.service.clone(), merchants.directory.clone())
@@ -217,6 +219,8 @@ pub async fn build(config: Config, db: Db) -> Result<Deployment, WiringError> {
         billing: billing.service,
         oauth,
         oauth_keys,
+        oidc_clients: oidc.clients,
+        oidc: oidc.provider,
         endusers,
         webhooks: webhooks.log,
         notifier: notifications.notifier,

@@ -44,6 +44,11 @@ impl OAuthKeys {
         self.keys.load().await
     }
 
+    /// The signer of this process's tokens (ID tokens are signed with the same keys).
+    pub fn signer(&self) -> Arc<Es256TokenSigner> {
+        self.signer.clone()
+    }
+
     pub fn reload_interval(&self) -> std::time::Duration {
         self.keys.settings().reload_interval
     }

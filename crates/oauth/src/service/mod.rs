@@ -132,11 +132,42 @@ pub struct TokenGrant {
     pub scopes: Vec<String>,
     pub claims: Claims,
     pub state: Option<String>,
+    /// The consent session the code was granted on.
+    pub session_id: idconsent_kernel::id::SessionId,
+    /// When the user approved (OpenID Connect's `auth_time`).
+    pub approved_at: Timestamp,
+    /// The access token's `jti`.
+    pub token_id: String,
+}
+
+/// What the OpenID Connect token endpoint adds to an exchange (see
+/// [`OAuthService::exchange_with`]).
+#[derive(Debug, Clone, Default)]
+pub struct ExchangeOptions {
+    pub redirect_uri: Option<String>,
+    /// The merchant whose pairwise subject the token carries.
+    pub pairwise_sector: Option<String>,
+}
+
+/// The keyed-hash purpose of pairwise subjects (ADR 0042).
+pub const PAIRWISE_SUBJECT_PURPOSE: &str = "oidc.pairwise-subject";
+
+/// The user's subject identifier for one sector (a merchant): the keyed hash of the sector and
+/// the phone, so two merchants see unrelated values and nobody without the master key can
+/// recompute one from a phone number.
+pub fn pairwise_subject(hasher: &dyn KeyedHash, sector: &str, phone: &str) -> String {
+    let mut bound = Vec::with_capacity(sector.len() + 1 + phone.len());
+    bound.extend_from_slice(sector.as_bytes());
+    bound.push(0);
+    bound.extend_from_slice(phone.as_bytes());
+    hasher.hex(PAIRWISE_SUBJECT_PURPOSE, &bound)
 }
 
 /// What `GET /v1/oauth/userinfo` shows of a live access token.
 #[derive(Debug, Clone)]
 pub struct UserInfo {
+    /// The application the token was issued to.
+    pub application_id: idconsent_kernel::id::ApplicationId,
     pub subject: String,
     pub scopes: Vec<String>,
     pub claims: Claims,
@@ -162,6 +193,11 @@ pub struct OAuthService {
 }
 
 impl OAuthService {
+    /// Our issuer identifier: `iss` of tokens and of authorization responses (RFC 9207).
+    pub fn issuer(&self) -> &str {
+        &self.settings.issuer
+    }
+
     pub fn new(ports: OAuthPorts, settings: OAuthSettings) -> Self {
         Self { ports, settings }
     }

@@ -29,6 +29,51 @@ impl OAuthService {
         default_callback: &str,
         input: CreateAccessRequest,
     ) -> Result<NewAccessRequest, OAuthError> {
+        let session_id: SessionId = self.ports.ids.next();
+        let (session, request) = self
+            .create_as(
+                requester,
+                registered_redirects,
+                default_callback,
+                input,
+                session_id,
+            )
+            .await?;
+        let qr_png = self.ports.consents.qr_png(&session.id)?;
+        Ok(NewAccessRequest {
+            session,
+            request,
+            qr_png,
+        })
+    }
+
+    /// A request whose code only this service can redeem: the PKCE verifier is `verifier` of
+    /// the new session's id (derived by the caller with a key of its own, so nothing is
+    /// stored), and `input.redirect_uri` is taken as registered (no browser takes part: OpenID
+    /// CIBA). `input.code_challenge` is ignored.
+    pub async fn create_with_verifier(
+        &self,
+        requester: &Requester,
+        default_callback: &str,
+        mut input: CreateAccessRequest,
+        verifier: impl FnOnce(&SessionId) -> String,
+    ) -> Result<(Session, AccessRequest), OAuthError> {
+        let session_id: SessionId = self.ports.ids.next();
+        input.code_challenge = pkce::challenge_of(&verifier(&session_id), ChallengeMethod::S256);
+        input.code_challenge_method = Some("S256".into());
+        let registered = [input.redirect_uri.clone()];
+        self.create_as(requester, &registered, default_callback, input, session_id)
+            .await
+    }
+
+    async fn create_as(
+        &self,
+        requester: &Requester,
+        registered_redirects: &[String],
+        default_callback: &str,
+        input: CreateAccessRequest,
+        session_id: SessionId,
+    ) -> Result<(Session, AccessRequest), OAuthError> {
         let mut errors = ValidationErrors::new();
         if !registered_redirects.contains(&input.redirect_uri) {
             errors.push(
@@ -92,7 +137,6 @@ impl OAuthService {
         }
 
         let now = self.now();
-        let session_id: SessionId = self.ports.ids.next();
         let request = AccessRequest {
             session_id: session_id.clone(),
             application_id: requester.application_id.clone(),
@@ -134,12 +178,7 @@ impl OAuthService {
                 session_id,
             )
             .await?;
-        let qr_png = self.ports.consents.qr_png(&session.id)?;
-        Ok(NewAccessRequest {
-            session,
-            request,
-            qr_png,
-        })
+        Ok((session, request))
     }
 
     /// The request's status for the application that created it (anyone else: 404).

@@ -6,7 +6,10 @@ use idconsent_kernel::id::Entropy;
 use idconsent_kernel::{Timestamp, constant_time_eq};
 use serde_json::Value;
 
-use super::{ActiveToken, OAuthService, TokenGrant, UserInfo, stored_claims};
+use super::{
+    ActiveToken, ExchangeOptions, OAuthService, TokenGrant, UserInfo, pairwise_subject,
+    stored_claims,
+};
 use crate::code;
 use crate::error::{INVALID_GRANT, OAuthError};
 use crate::model::{GrantWithSession, IssuedToken};
@@ -26,6 +29,21 @@ impl OAuthService {
         code: &str,
         verifier: &str,
     ) -> Result<TokenGrant, OAuthError> {
+        self.exchange_with(requester, code, verifier, &ExchangeOptions::default())
+            .await
+    }
+
+    /// The exchange with the checks and the subject of the OpenID Connect token endpoint: the
+    /// `redirect_uri` of the authorization request must be presented again (RFC 6749 §4.1.3;
+    /// a mismatch spends the code like a wrong verifier), and the token's subject is the
+    /// user's pairwise identifier for `pairwise_sector` rather than their phone (ADR 0042).
+    pub async fn exchange_with(
+        &self,
+        requester: &Requester,
+        code: &str,
+        verifier: &str,
+        options: &ExchangeOptions,
+    ) -> Result<TokenGrant, OAuthError> {
         let Some(presented) = code::locate(code.trim(), self.ports.hasher.as_ref()) else {
             return Err(OAuthError::BadRequest(INVALID_GRANT));
         };
@@ -39,6 +57,13 @@ impl OAuthService {
             token_id: format!("at_{}", self.ports.ids.body(Entropy::Sortable)),
             now,
             expires_at: now.plus(self.settings.token_ttl),
+            redirect_uri: options.redirect_uri.clone(),
+            subject: options.pairwise_sector.as_ref().map(|sector| {
+                let hasher = self.ports.hasher.clone();
+                let sector = sector.clone();
+                Box::new(move |phone: &str| pairwise_subject(hasher.as_ref(), &sector, phone))
+                    as SubjectOf
+            }),
         };
         let redemption = self
             .ports
@@ -64,7 +89,7 @@ impl OAuthService {
                 audience: issued.client_id.to_string(),
                 subject: issued.subject.clone(),
                 scopes: issued.scopes.clone(),
-                token_id: issued.token_id,
+                token_id: issued.token_id.clone(),
                 issued_at: issued.issued_at,
                 expires_at: issued.expires_at,
             })
@@ -76,7 +101,59 @@ impl OAuthService {
             subject: issued.subject,
             scopes: issued.scopes,
             state: found.grant.state,
+            session_id: found.grant.session_id,
+            approved_at: found.grant.approved_at,
+            token_id: issued.token_id,
         })
+    }
+
+    /// A new access token with what `from` granted (the same subject, scopes and claims), for
+    /// a refresh: `from` must be the requester's and not revoked (a token revoked because its
+    /// code was reused ends everything issued after it). Returns the signed token and its
+    /// record.
+    pub async fn reissue(
+        &self,
+        requester: &Requester,
+        from: &str,
+    ) -> Result<(String, IssuedToken), OAuthError> {
+        let refused = OAuthError::BadRequest("The grant is no longer valid");
+        let Some(previous) = self.ports.store.find_token(from).await? else {
+            return Err(refused);
+        };
+        if previous.application_id != requester.application_id
+            || previous.environment != requester.environment
+            || previous.revoked_at.is_some()
+        {
+            return Err(refused);
+        }
+        let now = self.now();
+        let issued = IssuedToken {
+            token_id: format!("at_{}", self.ports.ids.body(Entropy::Sortable)),
+            issued_at: now,
+            expires_at: now.plus(self.settings.token_ttl),
+            revoked_at: None,
+            ..previous
+        };
+        self.ports.store.insert_token(&issued).await?;
+        let access_token = self
+            .ports
+            .signer
+            .sign(&AccessTokenClaims {
+                issuer: self.settings.issuer.clone(),
+                audience: issued.client_id.to_string(),
+                subject: issued.subject.clone(),
+                scopes: issued.scopes.clone(),
+                token_id: issued.token_id.clone(),
+                issued_at: issued.issued_at,
+                expires_at: issued.expires_at,
+            })
+            .map_err(|error| OAuthError::Unavailable(Box::new(error)))?;
+        Ok((access_token, issued))
+    }
+
+    /// The access tokens' lifetime.
+    pub fn token_ttl(&self) -> std::time::Duration {
+        self.settings.token_ttl
     }
 
     /// A live token: signature, expiry and not revoked.
@@ -94,6 +171,7 @@ impl OAuthService {
             .await
             .ok_or(OAuthError::Unauthorized("Invalid or expired access token"))?;
         Ok(UserInfo {
+            application_id: issued.application_id,
             claims: stored_claims(&issued.claims)?,
             subject: issued.subject,
             scopes: issued.scopes,
@@ -139,6 +217,9 @@ impl OAuthService {
     }
 }
 
+/// Maps the user's phone to a token's subject.
+type SubjectOf = Box<dyn FnOnce(&str) -> String + Send>;
+
 /// One token exchange's judgement of the grant its code names: the rules of CONTRACT §5.
 struct ExchangeAttempt {
     /// The keyed hash of the code as presented.
@@ -148,6 +229,10 @@ struct ExchangeAttempt {
     token_id: String,
     now: Timestamp,
     expires_at: Timestamp,
+    /// The redirect URI the authorization request named, when the caller must repeat it.
+    redirect_uri: Option<String>,
+    /// Maps the user's phone to the token's subject (pairwise); the phone itself when `None`.
+    subject: Option<SubjectOf>,
 }
 
 impl ExchangeAttempt {
@@ -168,6 +253,10 @@ impl ExchangeAttempt {
         let valid = grant.consumed_at.is_none()
             && self.now < grant.expires_at
             && session_approved
+            && self
+                .redirect_uri
+                .as_ref()
+                .is_none_or(|uri| *uri == grant.redirect_uri)
             && pkce::verify(
                 &self.verifier,
                 &grant.code_challenge,
@@ -176,12 +265,16 @@ impl ExchangeAttempt {
         if !valid {
             return Verdict::Spend;
         }
+        let subject = match self.subject {
+            Some(map) => map(&grant.subject),
+            None => grant.subject.clone(),
+        };
         Verdict::Issue(Box::new(IssuedToken {
             token_id: self.token_id,
             application_id: self.requester.application_id,
             client_id: self.requester.client_id,
             environment: self.requester.environment,
-            subject: grant.subject.clone(),
+            subject,
             scopes: grant.scopes.clone(),
             claims: grant.claims.clone(),
             issued_at: self.now,

@@ -64,6 +64,7 @@ mod merchant;
 mod migrations;
 mod notification;
 mod oauth;
+mod oidc;
 mod qrcode;
 mod reseal;
 mod signature;

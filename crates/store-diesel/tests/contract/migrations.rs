@@ -65,6 +65,9 @@ macro_rules! select_every_table {
             blob_chunks,
             identity_sandbox_days,
             chip_challenges,
+            oidc_clients,
+            oidc_authorizations,
+            oidc_refresh_tokens,
         )
     };
 }

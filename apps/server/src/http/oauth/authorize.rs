@@ -69,7 +69,7 @@ pub async fn page(
             return Err(error);
         }
     };
-    if let Some(location) = view.redirect() {
+    if let Some(location) = view.redirect(oauth.issuer()) {
         return Ok(hardened(HttpResponse::SeeOther())
             .insert_header((header::LOCATION, location))
             .finish());
@@ -112,7 +112,7 @@ pub async fn status(
         "ok",
         HostedStatus {
             status: view.session.status_at(view.now).as_str(),
-            redirect: view.redirect(),
+            redirect: view.redirect(oauth.issuer()),
         },
     );
     let headers = response.headers_mut();
