@@ -66,21 +66,6 @@ impl PadesCertificateMaker {
         self
     }
 
-    /// The audit page's statement of how the signature's time is established.
-    fn time_statement(&self) -> String {
-        match &self.trusted_time {
-            None => "Signing time: the platform's clock (PAdES B-B, no trusted time stamp)".into(),
-            Some(TrustedTime { required: true, .. }) => {
-                "Signing time: an RFC 3161 time stamp on the signature (PAdES B-T)".into()
-            }
-            Some(TrustedTime {
-                required: false, ..
-            }) => "Signing time: an RFC 3161 time stamp when the authority answers; the \
-                   operator allows certificates without one (B-B)"
-                .into(),
-        }
-    }
-
     /// The signer, stamped when trusted time is configured.
     async fn stamped_signer(&self, digest: &[u8; 32]) -> Result<SignerInfo, CertificateError> {
         let mut signer = signer_info(&self.identity, digest).map_err(certificate_error)?;
@@ -179,7 +164,7 @@ impl CertificateMaker for PadesCertificateMaker {
         original: &[u8],
         request: &SignatureRequest,
     ) -> Result<Vec<u8>, CertificateError> {
-        let text = AuditText::of(request).with_line(self.time_statement());
+        let text = AuditText::of(request).with_line(time_statement(self.trusted_time.as_ref()));
         let header = serde_json::to_vec(&text)
             .map_err(|error| certificate_error(MakeError::Child(error.to_string())))?;
         let answer = match self.pool.run(CERTIFY, &[&frame(&header), original]).await {
@@ -211,6 +196,21 @@ impl CertificateMaker for PadesCertificateMaker {
     }
 }
 
+/// The audit page's statement of how the signature's time is established.
+fn time_statement(trusted_time: Option<&TrustedTime>) -> String {
+    match trusted_time {
+        None => "Signing time: the platform's clock (PAdES B-B, no trusted time stamp)".into(),
+        Some(TrustedTime { required: true, .. }) => {
+            "Signing time: an RFC 3161 time stamp on the signature (PAdES B-T)".into()
+        }
+        Some(TrustedTime {
+            required: false, ..
+        }) => "Signing time: an RFC 3161 time stamp when the authority answers; the operator \
+               allows certificates without one (B-B)"
+            .into(),
+    }
+}
+
 /// The signed certificate of `request` over `original`, all in this process.
 pub(crate) fn certify(
     identity: &SigningIdentity,
@@ -218,7 +218,8 @@ pub(crate) fn certify(
     request: &SignatureRequest,
 ) -> Result<Vec<u8>, MakeError> {
     let mut pdf = original.to_vec();
-    pdf.extend(update(original, &AuditText::of(request))?);
+    let text = AuditText::of(request).with_line(time_statement(None));
+    pdf.extend(update(original, &text)?);
     let layout = lay_out(&mut pdf, original.len())?;
     let cms = content_info(identity, signer_info(identity, &layout.digest)?)?;
     fill_contents(&mut pdf, &layout, &cms)?;
