@@ -48,19 +48,28 @@ impl BlobStore for FsBlobStore {
             WRITES.fetch_add(1, Ordering::Relaxed)
         ));
         // A delete elsewhere in the folder removes it once it is empty (see `delete`), possibly
-        // between our `create_dir_all` and our write: then the folder is made again.
+        // between our `create_dir_all` and our write — or inside `create_dir_all`, which then
+        // finds the folder existing and gone at once (AlreadyExists): the folder is made again.
         let mut attempts = 0;
+        let retried = |error: &std::io::Error, attempts: u32| {
+            matches!(
+                error.kind(),
+                std::io::ErrorKind::NotFound | std::io::ErrorKind::AlreadyExists
+            ) && attempts < 3
+        };
         loop {
-            if let Some(parent) = path.parent() {
-                tokio::fs::create_dir_all(parent)
-                    .await
-                    .map_err(unavailable)?;
+            if let Some(parent) = path.parent()
+                && let Err(error) = tokio::fs::create_dir_all(parent).await
+            {
+                if retried(&error, attempts) {
+                    attempts += 1;
+                    continue;
+                }
+                return Err(unavailable(error));
             }
             match tokio::fs::write(&temporary, &bytes).await {
                 Ok(()) => break,
-                Err(error) if error.kind() == std::io::ErrorKind::NotFound && attempts < 3 => {
-                    attempts += 1;
-                }
+                Err(error) if retried(&error, attempts) => attempts += 1,
                 Err(error) => return Err(unavailable(error)),
             }
         }
